@@ -1,0 +1,100 @@
+"""``esbench`` command line: thin entry points over the package.
+
+    esbench run [-m] KEY=VALUE ...       one run, or a Hydra multirun sweep (-m)
+    esbench reproduce RECIPE scale=...   a paper table/figure: sweep + report (see --list)
+    esbench report TARGET ...            tables and figures from the results store
+    esbench bench [...]                  throughput and memory benchmark
+
+Every config is composed and checked before any work starts; a bad one exits with status 2 and
+one line naming the key, the value and what is allowed. ``esbench run`` of a single config runs
+in-process; a multirun validates every job of the sweep first, then hands over to Hydra so that
+launchers (``hydra/launcher=dask``) apply.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+
+from esbench.config.validate import ConfigError
+
+USAGE = __doc__ or ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``esbench <command> ...``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE.strip())
+        return 0
+    command, rest = argv[0], argv[1:]
+    _setup_logging()
+    try:
+        if command == "run":
+            return run_command(rest)
+        if command == "reproduce":
+            from esbench.reproduce import main as reproduce_main
+
+            return reproduce_main(rest)
+        if command == "report":
+            from esbench.analysis.cli import main as report_main
+
+            return report_main(rest)
+        if command == "bench":
+            from esbench.bench import main as bench_main
+
+            return bench_main(rest)
+    except ConfigError as e:
+        print(f"esbench: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("esbench: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    print(f"esbench: unknown command {command!r}; allowed: run, reproduce, report, bench", file=sys.stderr)
+    return 2
+
+
+def run_command(args: list[str]) -> int:
+    """``esbench run``: one run in-process, or a validated sweep through Hydra with ``-m``."""
+    from esbench.runtime.cluster import ClusterError
+
+    multirun = any(a in ("-m", "--multirun") for a in args)
+    overrides = [a for a in args if a not in ("-m", "--multirun")]
+    if any(a.startswith("-") for a in overrides):
+        bad = next(a for a in overrides if a.startswith("-"))
+        raise ConfigError(f"unknown option {bad!r}; allowed: -m/--multirun and KEY=VALUE overrides")
+    if multirun:
+        from esbench.sweep import run_sweep
+
+        return run_sweep(overrides)
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import run
+
+    cfg = compose_run_config(overrides)
+    try:
+        run(cfg)
+    except ClusterError as e:
+        print(f"esbench: error: {e}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def _setup_logging() -> None:
+    """esbench's own messages at INFO on stderr; third-party libraries at WARNING."""
+    level = os.environ.get("ESBENCH_LOGLEVEL", "INFO").upper()
+    logging.basicConfig(level=logging.WARNING, format="esbench: %(levelname)s: %(message)s")
+    logging.getLogger("esbench").setLevel(level)
+    for noisy in ("distributed", "dask", "bokeh", "tornado"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def print_job_failure(overrides: list[str], exc: BaseException) -> None:
+    """Report one failed sweep job with its overrides and traceback."""
+    print(f"esbench: job FAILED: {' '.join(overrides)}", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Configuration: structured schemas, Hydra composition and validation."""

@@ -1,0 +1,96 @@
+"""Compose run configs from ``conf/`` with Hydra, and turn Hydra's errors into one clear line."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from esbench.config.schema import register_configs
+from esbench.config.validate import ConfigError, validate
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+def compose_run_config(overrides: list[str], validate_config: bool = True) -> DictConfig:
+    """The run config for ``overrides`` (Hydra syntax), checked; raises :class:`ConfigError`."""
+    register_configs()
+    _register_plugins()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = compose(config_name="config", overrides=overrides)
+    except Exception as e:
+        raise ConfigError(explain_hydra_error(e, overrides)) from None
+    if validate_config:
+        validate(cfg)
+    return cfg
+
+
+def _register_plugins() -> None:
+    """Import the modules that register algorithm schemas, trainers and checks (the baselines)."""
+    from esbench.runner import load_algorithms
+
+    load_algorithms()
+
+
+def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
+    """One line naming the bad key or option, its value and what is allowed."""
+    cause = e.__cause__ or e.__context__
+    if isinstance(e, MissingConfigException):
+        text = str(e)
+        group = text.split("Could not find '")[-1].split("'")[0] if "Could not find '" in text else ""
+        if "/" in group:
+            grp, opt = group.rsplit("/", 1)
+            options = [
+                line.strip()
+                for line in text.split("Available options in")[-1].splitlines()[1:]
+                if line.startswith("\t") and not line.strip().endswith("_schema")
+            ]
+            close = difflib.get_close_matches(opt, options, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            return f"{grp}={opt}: no such option{hint}; allowed: {', '.join(options)}"
+        return text.splitlines()[0]
+    if isinstance(cause, ConfigKeyError) or (
+        isinstance(e, ConfigCompositionException) and "Could not override" in str(e)
+    ):
+        key = getattr(cause, "full_key", None) or str(e).split("'")[1]
+        parent, _, leaf = key.rpartition(".")
+        allowed = _allowed_keys(parent)
+        close = difflib.get_close_matches(leaf, allowed, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        where = f" in {parent}" if parent else ""
+        return f"{key}: no such config key{hint}; allowed keys{where}: {', '.join(allowed)}"
+    if isinstance(cause, ValidationError):
+        key = getattr(cause, "full_key", "?")
+        msg = str(cause).splitlines()[0]
+        return f"{key}: {msg}"
+    if isinstance(e, OverrideParseException):
+        return f"cannot parse override: {str(e).splitlines()[0]}"
+    if isinstance(cause, OmegaConfBaseException):
+        return str(cause).splitlines()[0]
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _allowed_keys(parent: str) -> list[str]:
+    """Keys of the schema node at ``parent`` (top level when empty)."""
+    import dataclasses
+
+    from esbench.config import schema as s
+
+    nodes = {
+        "": s.RunConfig,
+        "env": s.EnvConfig,
+        "policy": s.PolicyConfig,
+        "budget": s.BudgetConfig,
+        "eval": s.EvalConfig,
+        "cluster": s.ClusterConfig,
+        "tracker": s.TrackerConfig,
+    }
+    if parent == "algo":
+        return sorted({f.name for sch in s.ALGO_SCHEMAS.values() for f in dataclasses.fields(sch)})
+    node = nodes.get(parent)
+    return [f.name for f in dataclasses.fields(node)] if node else []

@@ -1,0 +1,60 @@
+"""Fault-injection environments, registered as ``esbench/<Name>-v0``, for testing robustness.
+
+They wrap a cheap real MuJoCo task and misbehave on purpose, deterministically:
+
+* ``esbench/NaNReward-v0``: episodes whose reset seed is divisible by ``every`` return NaN
+  rewards, to check that non-finite returns are excluded instead of poisoning the parameters.
+* ``esbench/CrashOnce-v0``: the process dies (``os._exit``) at its ``crash_at_reset``-th reset,
+  once per ``marker`` file, to check that a worker lost in the middle of a generation has its
+  tasks recomputed elsewhere with identical results.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+
+class NaNReward(gym.Wrapper):
+    """Returns NaN rewards in episodes whose reset seed is divisible by ``every``."""
+
+    def __init__(self, base_id: str = "InvertedPendulum-v5", every: int = 7) -> None:
+        super().__init__(gym.make(base_id, disable_env_checker=True))
+        self.every = int(every)
+        self._poison = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        self._poison = seed is not None and seed % self.every == 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, float("nan") if self._poison else reward, terminated, truncated, info
+
+
+class CrashOnce(gym.Wrapper):
+    """Kills its process at the ``crash_at_reset``-th reset, if ``marker`` does not exist yet."""
+
+    def __init__(self, marker: str, base_id: str = "InvertedPendulum-v5", crash_at_reset: int = 20) -> None:
+        super().__init__(gym.make(base_id, disable_env_checker=True))
+        self.marker = Path(marker)
+        self.crash_at_reset = int(crash_at_reset)
+        self._resets = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        self._resets += 1
+        if self._resets == self.crash_at_reset and not self.marker.exists():
+            self.marker.write_text(str(os.getpid()))
+            os._exit(17)  # a hard death, as a killed worker process
+        return self.env.reset(seed=seed, options=options)
+
+
+def register_debug_envs() -> None:
+    """Register the fault-injection environments with Gymnasium (idempotent)."""
+    for name, entry in (("NaNReward", NaNReward), ("CrashOnce", CrashOnce)):
+        env_id = f"esbench/{name}-v0"
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry, max_episode_steps=1000)

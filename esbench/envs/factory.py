@@ -1,0 +1,78 @@
+"""``make_env(cfg)``: the one environment factory for ES and the RL baselines alike.
+
+DESIGN.md promise 3: both sides see the same environments and wrappers. MuJoCo and classic-control
+tasks are any registered Gymnasium id; Atari games go through :mod:`esbench.envs.atari` (Mnih et
+al. 2016 preprocessing). Ids are checked against Gymnasium's registry before any work starts, with
+close matches in the error message.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import gymnasium as gym
+
+from esbench.envs.debug import register_debug_envs
+
+_REGISTERED = False
+
+
+def _ensure_registered() -> None:
+    """Register ALE's and esbench's environments with Gymnasium once per process."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    try:
+        import ale_py
+
+        gym.register_envs(ale_py)
+    except ImportError:  # pragma: no cover - ale-py is a dependency
+        pass
+    register_debug_envs()
+    _REGISTERED = True
+
+
+def known_env_ids() -> list[str]:
+    """Every environment id Gymnasium knows here (MuJoCo, classic control, ALE, esbench debug)."""
+    _ensure_registered()
+    return sorted(gym.registry.keys())
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ``ValueError`` naming close matches if ``env_id`` is not a registered id."""
+    ids = known_env_ids()
+    if env_id in ids:
+        return
+    close = difflib.get_close_matches(env_id, ids, n=5, cutoff=0.6)
+    mujoco = [i for i in ids if i.endswith("-v5") and "/" not in i][:12]
+    hint = f"close matches: {', '.join(close)}" if close else f"e.g. {', '.join(mujoco)}"
+    raise ValueError(f"env.id={env_id!r} is not a registered Gymnasium environment; {hint}")
+
+
+def resolved_env_id(env_cfg: Any) -> str:
+    """The Gymnasium id a config names (``env.game`` wins for Atari)."""
+    game = getattr(env_cfg, "game", None)
+    if env_cfg.kind == "atari" and game:
+        from esbench.envs.atari import resolve_game
+
+        return resolve_game(game)
+    return str(env_cfg.id)
+
+
+def make_env(env_cfg: Any, *, training: bool = True) -> gym.Env:
+    """Build the environment a config names.
+
+    Args:
+        env_cfg: an ``EnvConfig`` (or a DictConfig with its fields).
+        training: Atari only: clip rewards (RL training only; evaluation is never clipped).
+    """
+    _ensure_registered()
+    if env_cfg.kind == "atari":
+        from esbench.envs.atari import make_atari_env
+
+        return make_atari_env(env_cfg, training=training)
+    kwargs = dict(env_cfg.kwargs or {})
+    if env_cfg.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = int(env_cfg.max_episode_steps)
+    return gym.make(str(env_cfg.id), disable_env_checker=True, **kwargs)

@@ -1,0 +1,54 @@
+"""Policies over flat parameter vectors: the MuJoCo MLP and the Atari CNN with virtual batch norm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from esbench.policies.base import Policy
+from esbench.policies.mlp import MLPPolicy
+from esbench.policies.obs_norm import ObsStats
+
+
+def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 0) -> Policy:
+    """The policy a config names, shaped for ``env``'s spaces.
+
+    Args:
+        policy_cfg: a ``PolicyConfig``.
+        env: an environment from :func:`esbench.envs.make_env` (for its spaces).
+        env_cfg: the ``EnvConfig`` (the Atari CNN collects its VBN reference batch from it).
+        seed: the run seed (the VBN reference batch is collected from a stream of it).
+    """
+    obs_space, act_space = env.observation_space, env.action_space
+    if policy_cfg.kind == "cnn":
+        from esbench.policies.cnn import CNNPolicy, collect_reference_batch
+
+        ref = collect_reference_batch(env_cfg, int(policy_cfg.vbn_reference_size), seed)
+        return CNNPolicy(obs_space.shape, int(act_space.n), ref)
+    obs_dim = int(np.prod(obs_space.shape))
+    if isinstance(act_space, gym.spaces.Discrete):
+        return MLPPolicy(
+            obs_dim,
+            1,
+            policy_cfg.hidden_sizes,
+            policy_cfg.activation,
+            discrete_n=int(act_space.n),
+            obs_norm=policy_cfg.obs_norm,
+            obs_clip=policy_cfg.obs_clip,
+        )
+    return MLPPolicy(
+        obs_dim,
+        int(np.prod(act_space.shape)),
+        policy_cfg.hidden_sizes,
+        policy_cfg.activation,
+        action_bins=int(policy_cfg.action_bins),
+        action_low=act_space.low,
+        action_high=act_space.high,
+        obs_norm=policy_cfg.obs_norm,
+        obs_clip=policy_cfg.obs_clip,
+    )
+
+
+__all__ = ["MLPPolicy", "ObsStats", "Policy", "make_policy"]

@@ -1,0 +1,124 @@
+"""The MuJoCo policy: an MLP over normalized observations (the paper: 64x64 tanh).
+
+Hot path: ``act`` runs once per environment step in every rollout, so it works on preallocated
+float32 buffers with ``out=`` arguments. Actions are either continuous (linear output, clipped to
+the action bounds) or discretized into ``action_bins`` bins per dimension (argmax over each
+dimension's logits), the paper's choice on Hopper and Swimmer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from esbench.policies.base import Policy
+
+
+class MLPPolicy(Policy):
+    """Deterministic MLP; weights are views into one flat float32 buffer."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden_sizes: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        action_bins: int = 0,
+        action_low: np.ndarray | None = None,
+        action_high: np.ndarray | None = None,
+        discrete_n: int | None = None,
+        obs_norm: bool = True,
+        obs_clip: float = 5.0,
+    ) -> None:
+        self.obs_dim = int(obs_dim)
+        self.act_dim = int(act_dim)
+        self.discrete_n = discrete_n  # Discrete action space: argmax over n logits
+        self.action_bins = int(action_bins)
+        self.obs_norm = bool(obs_norm)
+        self.obs_clip = float(obs_clip)
+        self._act_fn = np.tanh if activation == "tanh" else _relu
+        if discrete_n is not None:
+            out = int(discrete_n)
+        elif self.action_bins > 0:
+            out = self.act_dim * self.action_bins
+        else:
+            out = self.act_dim
+        sizes = [self.obs_dim, *[int(h) for h in hidden_sizes], out]
+        self.layer_shapes = [(sizes[i + 1], sizes[i]) for i in range(len(sizes) - 1)]
+        self._num_params = sum(o * i + o for o, i in self.layer_shapes)
+        self._flat = np.zeros(self._num_params, dtype=np.float32)
+        self._weights: list[tuple[np.ndarray, np.ndarray]] = []
+        pos = 0
+        for o, i in self.layer_shapes:
+            w = self._flat[pos : pos + o * i].reshape(o, i)
+            pos += o * i
+            b = self._flat[pos : pos + o]
+            pos += o
+            self._weights.append((w, b))
+        self._bufs = [np.empty(o, dtype=np.float32) for o, _ in self.layer_shapes]
+        self._x = np.empty(self.obs_dim, dtype=np.float32)
+        self._mean = np.zeros(self.obs_dim, dtype=np.float32)
+        self._inv_std = np.ones(self.obs_dim, dtype=np.float32)
+        low = np.full(self.act_dim, -1.0) if action_low is None else np.asarray(action_low)
+        high = np.full(self.act_dim, 1.0) if action_high is None else np.asarray(action_high)
+        self.action_low = low.astype(np.float32)
+        self.action_high = high.astype(np.float32)
+        if self.action_bins > 0:
+            frac = np.arange(self.action_bins, dtype=np.float32) / max(self.action_bins - 1, 1)
+            # bin_values[d, k]: the action value of bin k on dimension d
+            self._bin_values = self.action_low[:, None] + (self.action_high - self.action_low)[:, None] * frac
+
+    @property
+    def num_params(self) -> int:
+        return self._num_params
+
+    @property
+    def uses_obs_norm(self) -> bool:
+        return self.obs_norm
+
+    def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        """Normalized-column init (the reference code's ``normc_initializer``): hidden layers with
+        column norm 1, the output layer with norm 0.01; biases zero."""
+        flat = np.zeros(self._num_params, dtype=np.float32)
+        pos = 0
+        for k, (o, i) in enumerate(self.layer_shapes):
+            std = 0.01 if k == len(self.layer_shapes) - 1 else 1.0
+            w = rng.standard_normal((o, i)).astype(np.float32)
+            w *= std / np.sqrt(np.square(w).sum(axis=1, keepdims=True))
+            flat[pos : pos + o * i] = w.ravel()
+            pos += o * i + o
+        return flat
+
+    def set_params(self, flat: np.ndarray) -> None:
+        np.copyto(self._flat, flat)
+
+    def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
+        self._mean[:] = mean
+        self._inv_std[:] = 1.0 / np.asarray(std)
+
+    def act(self, obs: np.ndarray) -> np.ndarray | int:
+        x = self._x
+        x[:] = obs
+        if self.obs_norm:
+            np.subtract(x, self._mean, out=x)
+            np.multiply(x, self._inv_std, out=x)
+            np.clip(x, -self.obs_clip, self.obs_clip, out=x)
+        last = len(self._weights) - 1
+        for k, (w, b) in enumerate(self._weights):
+            h = self._bufs[k]
+            np.matmul(w, x, out=h)
+            np.add(h, b, out=h)
+            if k < last:
+                self._act_fn(h, out=h)
+            x = h
+        if self.discrete_n is not None:
+            return int(np.argmax(x))
+        if self.action_bins > 0:
+            logits = x.reshape(self.act_dim, self.action_bins)
+            return self._bin_values[np.arange(self.act_dim), logits.argmax(axis=1)]
+        return np.clip(x, self.action_low, self.action_high)
+
+
+def _relu(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0, out=out)

@@ -1,0 +1,154 @@
+"""Run one config end to end: results store, trackers, the algorithm's trainer, the summary.
+
+This is the body every entry point shares (``esbench run``, each Hydra multirun job, each job the
+Dask launcher starts). It is safe to fail: the W&B run is always finished and a failed run leaves
+its checkpoint for the next attempt. A complete run with the same id is skipped, so re-running a
+sweep recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from esbench.envs import resolved_env_id
+from esbench.tracking.console import ConsoleProgress
+from esbench.tracking.logger import MetricsLogger, Writer
+from esbench.tracking.store import RunStore
+from esbench.tracking.wandb_writer import WandbWriter
+
+log = logging.getLogger(__name__)
+
+Trainer = Callable[[DictConfig, RunStore, MetricsLogger, str], dict[str, Any]]
+TRAINERS: dict[str, Trainer] = {}
+
+# Keys that change where or how fast a run executes, never its numbers: left out of the run id.
+NON_SEMANTIC_KEYS = (
+    "cluster",
+    "tracker",
+    "results_dir",
+    "run_id",
+    "resume",
+    "experiment",
+    "checkpoint_every",
+    "torch_threads",
+)
+
+
+def register_trainer(name: str, trainer: Trainer) -> None:
+    """Register the training function for an algorithm name."""
+    TRAINERS[name] = trainer
+
+
+def load_algorithms() -> None:
+    """Register every algorithm's trainer (and, through the baselines' registry, their schemas)."""
+    if "openai_es" not in TRAINERS:
+        from esbench.runtime.es_trainer import train_es
+
+        register_trainer("openai_es", train_es)
+    if importlib.util.find_spec("esbench.baselines.registry") is not None:
+        importlib.import_module("esbench.baselines.registry")
+
+
+def _trainer(name: str) -> Trainer:
+    load_algorithms()
+    return TRAINERS[name]
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """sha256 of the config's semantic part (what determines the numbers)."""
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    for key in NON_SEMANTIC_KEYS:
+        data.pop(key, None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def default_run_id(cfg: DictConfig) -> str:
+    """``<algo>-<env>-s<seed>-<hash8>``: readable, and stable for the same config."""
+    env = re.sub(r"[^A-Za-z0-9]+", "-", resolved_env_id(cfg.env)).strip("-").lower()
+    return f"{cfg.algo.name}-{env}-s{cfg.seed}-{config_hash(cfg)[:8]}"
+
+
+@dataclass
+class RunOutcome:
+    """What a run call did."""
+
+    run_dir: Path
+    status: str  # "complete" | "skipped"
+    summary: dict[str, Any]
+
+
+def run(cfg: DictConfig) -> RunOutcome:
+    """Execute (or resume, or skip) the run ``cfg`` describes."""
+    run_id = cfg.run_id or default_run_id(cfg)
+    store = RunStore(cfg.results_dir, cfg.experiment, run_id)
+    if store.is_complete and cfg.resume:
+        print(f"esbench: run {run_id} is already complete: {store.dir}", flush=True)
+        return RunOutcome(store.dir, "skipped", store.read_summary())
+    if not cfg.resume:
+        store.clear()
+    trainer = _trainer(cfg.algo.name)
+    store.write_config(cfg)
+    store.write_env_record(workers=0)
+    env_id = resolved_env_id(cfg.env)
+    writers: list[Writer] = []
+    console = None
+    if cfg.tracker.console:
+        console = ConsoleProgress(int(cfg.budget.timesteps), f"{cfg.algo.name} {env_id} s{cfg.seed}")
+        writers.append(console)
+    wandb_writer = None
+    if cfg.tracker.wandb and cfg.tracker.mode != "disabled":
+        tags = [env_id, str(cfg.budget.scale), f"seed{cfg.seed}", *cfg.tracker.tags]
+        if cfg.env.kind == "atari":
+            tags.append(f"frameskip{cfg.env.frame_skip}")
+        wandb_writer = WandbWriter(
+            mode=cfg.tracker.mode,
+            project=cfg.tracker.project,
+            entity=cfg.tracker.entity,
+            run_dir=store.dir,
+            run_id=run_id,
+            group=cfg.experiment,
+            job_type=cfg.algo.name,
+            tags=tags,
+            config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+        )
+        writers.append(wandb_writer)
+    logger = MetricsLogger(store, writers)
+    run_key = f"{run_id}:{config_hash(cfg)[:16]}"
+    exit_code = 1
+    try:
+        summary = trainer(cfg, store, logger, run_key)
+        summary.update(
+            status="complete",
+            run_id=run_id,
+            experiment=cfg.experiment,
+            algo=cfg.algo.name,
+            env_id=env_id,
+            seed=int(cfg.seed),
+            scale=cfg.budget.scale,
+        )
+        store.write_env_record(workers=int(summary.get("workers", 0)))
+        store.write_summary(summary)
+        exit_code = 0
+    finally:
+        if console is not None:
+            console.close()
+        if wandb_writer is not None:
+            wandb_writer.finish(summary if exit_code == 0 else None, exit_code=exit_code)
+    print(
+        f"esbench: run complete: {store.dir}  final eval return {summary['final_eval_return']:.2f}, "
+        f"{summary['total_timesteps']:,} timesteps in {summary['wall_clock_s']:.1f} s",
+        flush=True,
+    )
+    return RunOutcome(store.dir, "complete", summary)

@@ -1,0 +1,210 @@
+"""The worker side of an ES generation: evaluate a chunk of population members.
+
+A task receives the run's :class:`RunSpec` (small, plain data), a :class:`SyncMessage` and a list
+of member indices; it returns only indices, returns, episode lengths, frames and observation sums
+(:class:`ChunkResult`). Each worker process keeps, per run, its environment, policy, strategy
+(which maps the machine's one noise table) and a replica of the trainer state, so nothing of size
+O(parameters) travels except a snapshot for a worker that cannot catch up by replaying records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from esbench.envs import make_env
+from esbench.policies import ObsStats, Policy, make_policy
+from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
+from esbench.runtime.rollout import run_episode
+from esbench.strategies import Strategy, make_strategy
+from esbench.utils.seeding import ACTION_NOISE, ENV_RESET, INIT_PARAMS, OBS_STATS, derive_seed, generator
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a worker needs to know about a run: plain data, a few KB."""
+
+    run_key: str  # unique per run config (a worker may serve several runs)
+    seed: int
+    algo: dict[str, Any]
+    env: dict[str, Any]
+    policy: dict[str, Any]
+    eval_seed: int
+    torch_threads: int = 1
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig, run_key: str) -> RunSpec:
+        """The spec of a composed run config."""
+
+        def plain(node: Any) -> dict[str, Any]:
+            return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+
+        return cls(
+            run_key=run_key,
+            seed=int(cfg.seed),
+            algo=plain(cfg.algo),
+            env=plain(cfg.env),
+            policy=plain(cfg.policy),
+            eval_seed=int(cfg.eval.seed),
+            torch_threads=int(cfg.torch_threads),
+        )
+
+
+@dataclass
+class ChunkResult:
+    """Outcome of one task. ``stale`` means the worker needs a snapshot to reach the state."""
+
+    members: np.ndarray  # (m,) member indices (eval: episode indices)
+    returns: np.ndarray  # (m, k) k = 2 antithetic / 1
+    lengths: np.ndarray  # (m, k) agent steps
+    frames: np.ndarray  # (m, k) emulator frames (= lengths off Atari)
+    obs: dict[int, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
+    cpu_s: float = 0.0
+    stale: bool = False
+
+
+class RunContext:
+    """Per-process, per-run objects: built once, reused by every task of the run."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self.algo = OmegaConf.create(spec.algo)
+        self.env_cfg = OmegaConf.create(spec.env)
+        self.env = make_env(self.env_cfg, training=True)
+        self.eval_env = make_env(self.env_cfg, training=False) if self.env_cfg.kind == "atari" else self.env
+        self.policy: Policy = make_policy(OmegaConf.create(spec.policy), self.env, self.env_cfg, spec.seed)
+        self.strategy: Strategy = make_strategy(self.algo, self.policy.num_params, spec.seed)
+        self.states: dict[int, TrainerState] = {}
+        self.verified: set[int] = set()
+
+    def initial_state(self) -> TrainerState:
+        """Generation 0, built from the seed alone (the master builds the same)."""
+        return initial_state(self.policy, self.strategy, self.spec.seed)
+
+    def sync(self, msg: SyncMessage, snapshot: TrainerState | None) -> TrainerState | None:
+        """The state at ``msg.generation``, by replay or snapshot; None if a snapshot is needed."""
+        if snapshot is not None:
+            self.states = {snapshot.generation: snapshot}
+            self.verified.discard(snapshot.generation)
+        state = self.states.get(msg.generation)
+        if state is None:
+            state = self._replay(msg)
+            if state is None:
+                return None
+        if msg.generation not in self.verified:
+            if state_digest(state) != msg.digest:
+                self.states.clear()
+                self.verified.clear()
+                return None
+            self.verified.add(msg.generation)
+        self.states = {g: s for g, s in self.states.items() if g >= msg.generation - 1}
+        self.verified = {g for g in self.verified if g in self.states}
+        return state
+
+    def _replay(self, msg: SyncMessage) -> TrainerState | None:
+        records = {r.generation: r for r in msg.records}
+        known = [g for g in self.states if g <= msg.generation]
+        if known:
+            state = self.states[max(known)]
+        elif 0 in records or msg.generation == 0:
+            state = self.initial_state()
+        else:
+            return None
+        while state.generation < msg.generation:
+            record = records.get(state.generation)
+            if record is None:
+                return None
+            state, _ = advance(self.strategy, state, record)
+            self.states[state.generation] = state
+        return state
+
+
+def initial_state(policy: Policy, strategy: Strategy, seed: int) -> TrainerState:
+    """The trainer state at generation 0: parameters drawn from the run seed, prior obs stats."""
+    params = policy.init_params(generator(seed, INIT_PARAMS))
+    obs = ObsStats.zeros(int(policy.obs_dim)) if policy.uses_obs_norm else None  # type: ignore[attr-defined]
+    return TrainerState(es=strategy.init(params), obs=obs)
+
+
+_CONTEXTS: OrderedDict[str, RunContext] = OrderedDict()
+_MAX_CONTEXTS = 4  # runs whose tasks may interleave on one worker (a sweep sharing a cluster)
+
+
+def get_context(spec: RunSpec) -> RunContext:
+    """This process's context for ``spec.run_key`` (the few most recently used runs are kept)."""
+    ctx = _CONTEXTS.get(spec.run_key)
+    if ctx is None:
+        import torch
+
+        torch.set_num_threads(spec.torch_threads)
+        while len(_CONTEXTS) >= _MAX_CONTEXTS:
+            _, old = _CONTEXTS.popitem(last=False)
+            old.env.close()
+        ctx = _CONTEXTS[spec.run_key] = RunContext(spec)
+    _CONTEXTS.move_to_end(spec.run_key)
+    return ctx
+
+
+def evaluate_chunk(
+    spec: RunSpec,
+    msg: SyncMessage,
+    members: list[int],
+    mode: str,
+    snapshot: TrainerState | None = None,
+) -> ChunkResult:
+    """Evaluate ``members`` at the state ``msg`` names (a Dask task).
+
+    Args:
+        spec: the run.
+        msg: the generation wanted and how to reach it.
+        members: population member indices (``mode="train"``) or evaluation episode indices
+            (``mode="eval"``).
+        mode: ``"train"``: each member at params +/- sigma*eps_i with action noise, reset seeds
+            from (seed, generation, member); ``"eval"``: the noiseless policy on the fixed
+            evaluation seeds ``eval_seed + k``, no action noise.
+        snapshot: a full state, sent only when the worker reported it could not catch up.
+    """
+    cpu0 = time.process_time()
+    ctx = get_context(spec)
+    idx = np.asarray(members, dtype=np.int64)
+    state = ctx.sync(msg, snapshot)
+    if state is None:
+        empty = np.zeros((len(idx), 0))
+        return ChunkResult(idx, empty, empty, empty, stale=True)
+    policy, strategy = ctx.policy, ctx.strategy
+    if state.obs is not None:
+        policy.set_obs_stats(state.obs.mean, state.obs.std)
+    g = state.generation
+    if mode == "eval":
+        policy.set_params(state.es.params)
+        eps = [run_episode(ctx.eval_env, policy, spec.eval_seed + int(k)) for k in idx]
+        return ChunkResult(
+            idx,
+            np.array([[e.ret] for e in eps]),
+            np.array([[e.length] for e in eps]),
+            np.array([[e.frames] for e in eps]),
+            cpu_s=time.process_time() - cpu0,
+        )
+    population = strategy.ask(state.es)
+    k = len(population.signs)
+    returns, lengths, frames = np.zeros((len(idx), k)), np.zeros((len(idx), k)), np.zeros((len(idx), k))
+    obs: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    noise_std = float(ctx.algo.action_noise_std)
+    collect_p = float(ctx.algo.obs_norm_fraction) if state.obs is not None else 0.0
+    for row, i in enumerate(idx):
+        reset_seed = derive_seed(spec.seed, ENV_RESET, g, int(i))  # common to both signs of a pair
+        collect = collect_p > 0 and generator(spec.seed, OBS_STATS, g, int(i)).random() < collect_p
+        for col, sign in enumerate(population.signs):
+            policy.set_params(strategy.member_params(state.es, population, int(i), sign))
+            noise = (generator(spec.seed, ACTION_NOISE, g, int(i), col), noise_std) if noise_std else None
+            ep = run_episode(ctx.env, policy, reset_seed, noise, collect_obs=collect)
+            returns[row, col], lengths[row, col], frames[row, col] = ep.ret, ep.length, ep.frames
+            if collect and ep.obs_total is not None:
+                t, s, c = obs.get(int(i), (0.0, 0.0, 0.0))
+                obs[int(i)] = (ep.obs_total + t, ep.obs_sumsq + s, c + ep.length)  # type: ignore[operator]
+    return ChunkResult(idx, returns, lengths, frames, obs=obs, cpu_s=time.process_time() - cpu0)

@@ -1,0 +1,74 @@
+"""The one ruler: the metrics schema shared by every algorithm (ES and RL alike).
+
+DESIGN.md promise 3: ES and RL runs are measured on one ruler. Every run directory holds a
+``metrics.csv`` whose columns are exactly :data:`METRIC_COLUMNS`, in that order, so that a report
+can put an ES curve and an RL curve on one axis with no conversion. A row is one logging step:
+one ES generation, or one RL logging interval. Values a step does not have (an evaluation that
+did not happen at this step) are left empty (NaN).
+
+Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
+
+    config.yaml     the resolved run config (what makes the run a pure function)
+    metrics.csv     one row per step, columns METRIC_COLUMNS
+    summary.json    SUMMARY_KEYS, written once when the run completes (its presence = complete)
+    env.json        package versions, git commit, cores, host, python
+    checkpoint.pkl  the latest checkpoint (strategy/model state + metrics rows so far)
+    wandb/          the W&B run files (offline mode: `wandb sync` them later)
+"""
+
+from __future__ import annotations
+
+METRIC_COLUMNS: tuple[str, ...] = (
+    "generation",  # ES generation index, or RL logging-step index (0-based)
+    "timesteps",  # cumulative environment steps actually taken for training (agent steps)
+    "frames",  # cumulative emulator frames (= timesteps * frame_skip on Atari, = timesteps otherwise)
+    "episodes",  # cumulative training episodes finished
+    "wall_clock_s",  # seconds since training started (cluster start-up excluded), resumes included
+    "cpu_s",  # cumulative CPU-seconds spent by the rollouts/learner (all workers)
+    "train_return_mean",  # mean undiscounted return of training episodes in this step
+    "train_return_max",  # best training-episode return in this step
+    "eval_return_mean",  # mean return of the deterministic policy on the fixed evaluation seeds
+    "eval_return_std",  # its standard deviation over evaluation episodes
+    "eval_timesteps",  # cumulative environment steps spent on evaluation (not counted in timesteps)
+    "steps_per_s",  # training throughput: timesteps / wall_clock_s
+    "workers",  # worker processes the run used at this step
+    "train_task",  # the task (env id) trained on
+    "eval_task",  # the task (env id) evaluated on
+    "nonfinite_members",  # ES: population members excluded for NaN/inf returns (0 for RL)
+    "grad_norm",  # ES: norm of the estimated gradient; RL: empty
+    "param_norm",  # L2 norm of the flat parameter vector after the step (empty where not known)
+)
+
+SUMMARY_KEYS: tuple[str, ...] = (
+    "status",  # "complete"
+    "run_id",
+    "experiment",
+    "algo",
+    "env_id",
+    "seed",
+    "scale",
+    "final_eval_return",  # eval_return_mean of the last evaluation
+    "best_eval_return",
+    "total_timesteps",
+    "total_frames",
+    "total_episodes",
+    "wall_clock_s",
+    "cpu_s",
+    "steps_per_s",  # training throughput, cluster start-up excluded
+    "workers",
+    "params_sha256",  # sha256 of the final flat parameter vector's bytes (float32, C order)
+)
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.csv"
+SUMMARY_FILE = "summary.json"
+ENV_FILE = "env.json"
+CHECKPOINT_FILE = "checkpoint.pkl"
+
+
+def empty_row() -> dict[str, object]:
+    """A metrics row with every column present and unset (NaN for numbers, "" for tasks)."""
+    row: dict[str, object] = {c: float("nan") for c in METRIC_COLUMNS}
+    row["train_task"] = ""
+    row["eval_task"] = ""
+    return row

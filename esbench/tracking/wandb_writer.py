@@ -1,0 +1,91 @@
+"""Weights & Biases writer: the real ``wandb`` client, offline unless configured online.
+
+Offline mode writes the run under ``<run_dir>/wandb/`` for a later ``wandb sync``; nothing touches
+the network. Runs carry group (experiment/recipe), job type (algorithm) and tags (env, scale,
+frame-skip) so the W&B workspace lays them side by side. Tracking never kills a run: any W&B
+failure logs one warning and disables the writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class WandbWriter:
+    """Logs metric rows and the summary to one W&B run."""
+
+    def __init__(
+        self,
+        *,
+        mode: str,
+        project: str,
+        entity: str | None,
+        run_dir: Path,
+        run_id: str,
+        group: str,
+        job_type: str,
+        tags: list[str],
+        config: dict[str, Any],
+    ) -> None:
+        self.run: Any = None
+        if mode == "disabled":
+            return
+        try:
+            os.environ.setdefault("WANDB_SILENT", "true")
+            import wandb
+
+            run_dir.mkdir(parents=True, exist_ok=True)
+            self.run = wandb.init(
+                mode=mode,
+                project=project,
+                entity=entity,
+                dir=str(run_dir),
+                name=run_id,
+                id=hashlib.sha1(f"{group}/{run_id}".encode()).hexdigest()[:16],
+                resume="allow",
+                group=group,
+                job_type=job_type,
+                tags=[t for t in tags if t][:64],
+                config=config,
+                settings=wandb.Settings(console="off", x_disable_stats=True, silent=True),
+                reinit="finish_previous",
+            )
+            self.run.define_metric("timesteps")
+            self.run.define_metric("*", step_metric="timesteps")
+        except Exception as e:  # a tracking failure never kills a run
+            self._fail(e)
+
+    def _fail(self, e: BaseException) -> None:
+        log.warning("W&B tracking disabled for this run: %s: %s", type(e).__name__, e)
+        self.run = None
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Log one metrics row (non-numeric and NaN values left out)."""
+        if self.run is None:
+            return
+        data = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not math.isnan(float(v))}
+        try:
+            self.run.log(data)
+        except Exception as e:
+            self._fail(e)
+
+    def finish(self, summary: dict[str, Any] | None = None, exit_code: int = 0) -> None:
+        """Write the summary and close the run."""
+        if self.run is None:
+            return
+        try:
+            if summary:
+                for k, v in summary.items():
+                    if isinstance(v, (int, float, str)):
+                        self.run.summary[k] = v
+            self.run.finish(exit_code=exit_code)
+        except Exception as e:
+            self._fail(e)
+        self.run = None

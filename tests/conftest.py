@@ -1,0 +1,56 @@
+"""Shared fixtures: a per-session noise-table cache, W&B kept offline, small helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TIMING_COLUMNS = ["wall_clock_s", "cpu_s", "steps_per_s", "workers"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Noise tables in a session cache; W&B never reaches the network."""
+    cache = tmp_path_factory.mktemp("esbench-cache")
+    os.environ["ESBENCH_CACHE"] = str(cache)
+    os.environ["WANDB_MODE"] = "offline"
+    os.environ["WANDB_SILENT"] = "true"
+    os.environ.setdefault("MUJOCO_GL", "disable")
+
+
+SMALL = ["tracker=none", "tracker.console=false", "algo.noise_table_size=1000000"]
+
+
+def esbench(*args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess (as a user would)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "esbench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=os.environ.copy(),
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"esbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def only_run_dir(root: Path) -> Path:
+    """The single run directory below a results root."""
+    dirs = [p.parent for p in root.rglob("config.yaml")]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict]:
+    """(metrics without timing columns, summary) of a run."""
+    metrics = pd.read_csv(run_dir / "metrics.csv").drop(columns=TIMING_COLUMNS)
+    return metrics, json.loads((run_dir / "summary.json").read_text())
