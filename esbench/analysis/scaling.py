@@ -1,0 +1,140 @@
+"""Scaling with workers (Salimans et al. 2017, Sec. 4.3, Fig. 1): speedup against linear.
+
+A run is a pure function of its config, so the same seed gives the same curve at every worker
+count: only wall-clock time changes. Per (algorithm, environment, workers) we measure
+
+* time to threshold: the median over seeds of the first wall-clock second at which a run's
+  evaluation reaches the threshold (default: the highest score every run of that algorithm and
+  environment reached, so each run has a time), as in the paper's Fig. 1;
+* throughput: mean over seeds of training timesteps per wall-clock second.
+
+Speedups are relative to the fewest workers measured; the ideal (linear) speedup is
+``workers / min_workers`` and efficiency is speedup / ideal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from esbench.analysis.curves import first_reach
+from esbench.analysis.tables import fmt_num, write_table
+
+SCALING_COLUMNS: tuple[str, ...] = (
+    "algo",
+    "env_id",
+    "env_name",
+    "workers",
+    "n_seeds",
+    "threshold",
+    "time_to_threshold_s",
+    "steps_per_s",
+    "ideal_speedup",
+    "speedup_time",
+    "speedup_throughput",
+    "efficiency_time",
+    "efficiency_throughput",
+    "partial",
+)
+
+
+def time_to_threshold(run_curve: pd.DataFrame, threshold: float) -> float:
+    """First ``wall_clock_s`` at which one run's ``eval_return_mean`` >= threshold (NaN if never)."""
+    run_curve = run_curve.sort_values("wall_clock_s", kind="stable")
+    return first_reach(
+        run_curve["wall_clock_s"].to_numpy(float), run_curve["eval_return_mean"].to_numpy(float), threshold
+    )
+
+
+def scaling_table(
+    runs: pd.DataFrame,
+    curves: pd.DataFrame,
+    threshold: float | None = None,
+    partial: set[tuple[object, ...]] | None = None,
+) -> pd.DataFrame:
+    """Speedup against workers for every (algo, env_id).
+
+    Args:
+        runs: Complete runs of the run table (``steps_per_s``, ``workers``).
+        curves: The curve table of those runs.
+        threshold: Score to reach; default per (algo, env) the min over runs of each run's best
+            evaluation.
+        partial: (algo, env_id, workers) keys marked partial.
+
+    Returns:
+        DataFrame with columns :data:`SCALING_COLUMNS`, one row per worker count.
+    """
+    partial = partial or set()
+    rows = []
+    for (algo, env_id), group in runs.groupby(["algo", "env_id"], sort=True):
+        cur = curves[(curves["algo"] == algo) & (curves["env_id"] == env_id)]
+        best = cur.groupby("run_id")["eval_return_mean"].max()
+        thr = float(best.min()) if threshold is None and len(best) else threshold
+        per_w = []
+        for workers, wg in group.groupby("workers", sort=True):
+            times = [
+                time_to_threshold(cur[cur["run_id"] == rid], thr) if thr is not None else np.nan
+                for rid in wg["run_id"]
+            ]
+            finite = [t for t in times if np.isfinite(t)]
+            per_w.append(
+                {
+                    "algo": algo,
+                    "env_id": env_id,
+                    "env_name": str(wg["env_name"].iloc[0]),
+                    "workers": workers,
+                    "n_seeds": len(wg),
+                    "threshold": thr,
+                    "time_to_threshold_s": float(np.median(finite)) if finite else float("nan"),
+                    "steps_per_s": float(wg["steps_per_s"].astype(float).mean()),
+                    "partial": (algo, env_id, workers) in partial,
+                }
+            )
+        base = per_w[0]
+        for row in per_w:
+            ideal = float(row["workers"]) / float(base["workers"])
+            s_time = base["time_to_threshold_s"] / row["time_to_threshold_s"]
+            s_thr = row["steps_per_s"] / base["steps_per_s"]
+            row.update(
+                ideal_speedup=ideal,
+                speedup_time=s_time,
+                speedup_throughput=s_thr,
+                efficiency_time=s_time / ideal,
+                efficiency_throughput=s_thr / ideal,
+            )
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(SCALING_COLUMNS))
+
+
+def write_scaling(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
+    """Write ``scaling.csv``/``.md``/``.tex`` under ``out_dir``."""
+    display = pd.DataFrame(
+        {
+            "Environment": [f"{r.env_name}{' *' if r.partial else ''}" for r in table.itertuples()],
+            "Algorithm": table["algo"].tolist(),
+            "Workers": [str(int(w)) for w in table["workers"]],
+            "Seeds": [str(n) for n in table["n_seeds"]],
+            "Time to threshold (s)": [fmt_num(v) for v in table["time_to_threshold_s"]],
+            "Timesteps/s": [fmt_num(v) for v in table["steps_per_s"]],
+            "Ideal": [fmt_num(v) for v in table["ideal_speedup"]],
+            "Speedup (time)": [fmt_num(v) for v in table["speedup_time"]],
+            "Speedup (throughput)": [fmt_num(v) for v in table["speedup_throughput"]],
+        }
+    )
+    notes = (
+        "Time to threshold: median over seeds of the first wall-clock second at which the evaluation "
+        "score reaches the threshold (the highest score every run reached). Speedups relative to the "
+        "fewest workers; Ideal = linear speedup."
+    )
+    if table["partial"].any():
+        notes += " *: partial results (missing runs or fewer seeds than other conditions)."
+    return write_table(
+        table,
+        display,
+        Path(out_dir) / "scaling",
+        caption="Scaling: speedup against number of workers",
+        label="tab:scaling",
+        notes=notes,
+    )

@@ -1,0 +1,256 @@
+"""Statistics across seeds and tasks: means, bootstrap CIs, IQM, common grids, seed checks.
+
+Seeds are the replication unit. Every resampling draws from an explicit, seeded
+``np.random.Generator`` (never a global RNG), so a report is reproducible byte for byte.
+Confidence intervals are percentile bootstrap intervals (``scipy.stats.bootstrap``); across
+tasks the aggregate is the interquartile mean (IQM, ``scipy.stats.trim_mean(x, 0.25)``) with a
+stratified bootstrap (seeds resampled within each task), as in Agarwal et al. (2021), "Deep RL
+at the Edge of the Statistical Precipice".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+#: Default bootstrap resamples (enough for stable 95% percentile intervals on a few seeds).
+N_RESAMPLES = 2000
+
+
+class IncompleteResultsError(ValueError):
+    """Missing runs or unequal seed counts, found while ``allow_partial`` is False."""
+
+
+def make_rng(seed: int | np.random.Generator) -> np.random.Generator:
+    """A Generator from an int seed (or the Generator itself, passed through)."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+    n_resamples: int = N_RESAMPLES,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CI of the mean across seeds (axis 0).
+
+    Args:
+        values: Array of shape (n_seeds,) or (n_seeds, n_points); NaN-free along axis 0 for a
+            column to get an interval.
+        rng: The Generator every resample is drawn from.
+        confidence: Confidence level of the two-sided interval.
+        n_resamples: Bootstrap resamples.
+
+    Returns:
+        (low, high), each of shape () or (n_points,). NaN where fewer than 2 seeds, or any
+        NaN in the column.
+    """
+    data = np.asarray(values, dtype=float)
+    squeeze = data.ndim == 1
+    if squeeze:
+        data = data[:, None]
+    low = np.full(data.shape[1], np.nan)
+    high = np.full(data.shape[1], np.nan)
+    ok = np.all(np.isfinite(data), axis=0)
+    if data.shape[0] >= 2 and ok.any():
+        res = stats.bootstrap(
+            (data[:, ok],),
+            np.mean,
+            axis=0,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            rng=rng,
+        )
+        low[ok] = res.confidence_interval.low
+        high[ok] = res.confidence_interval.high
+        # Degenerate columns (all seeds equal) give NaN from scipy: the interval is the point.
+        same = ok & np.all(data == data[:1], axis=0)
+        low[same] = data[0, same]
+        high[same] = data[0, same]
+    if squeeze:
+        return low[0], high[0]
+    return low, high
+
+
+def mean_ci(
+    values: np.ndarray, rng: np.random.Generator, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean across seeds (axis 0) and its bootstrap CI.
+
+    Args:
+        values: Array of shape (n_seeds,) or (n_seeds, n_points).
+        rng: Generator for the bootstrap.
+        confidence: Confidence level.
+
+    Returns:
+        (mean, low, high), each of shape () or (n_points,).
+    """
+    data = np.asarray(values, dtype=float)
+    mean = np.mean(data, axis=0)
+    low, high = bootstrap_ci(data, rng, confidence)
+    return mean, low, high
+
+
+def iqm(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """Interquartile mean: the mean of the middle 50% (``trim_mean(values, 0.25)``)."""
+    return np.asarray(stats.trim_mean(np.asarray(values, dtype=float), 0.25, axis=axis))
+
+
+def iqm_ci(
+    scores: np.ndarray,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+    n_resamples: int = N_RESAMPLES,
+) -> tuple[float, float, float]:
+    """IQM across (seeds x tasks) with a stratified percentile bootstrap CI.
+
+    Seeds are resampled with replacement independently within each task, then the IQM of all
+    resampled scores is taken.
+
+    Args:
+        scores: Array of shape (n_seeds, n_tasks), normalized so tasks are comparable.
+        rng: Generator for the bootstrap.
+        confidence: Confidence level.
+        n_resamples: Bootstrap resamples.
+
+    Returns:
+        (iqm, low, high). low/high are NaN with fewer than 2 seeds.
+    """
+    data = np.asarray(scores, dtype=float)
+    n, t = data.shape
+    point = float(iqm(data.ravel()))
+    if n < 2:
+        return point, float("nan"), float("nan")
+    idx = rng.integers(0, n, size=(n_resamples, n, t))
+    resampled = data[idx, np.arange(t)[None, None, :]].reshape(n_resamples, n * t)
+    dist = iqm(resampled, axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(dist, [alpha, 1.0 - alpha])
+    return point, float(low), float(high)
+
+
+def common_grid(xs: Sequence[np.ndarray]) -> np.ndarray:
+    """The union of the runs' x values inside the range every run covers.
+
+    Args:
+        xs: One increasing array of x values (e.g. timesteps) per run.
+
+    Returns:
+        Sorted unique x values of shape (n_grid,), within [max of firsts, min of lasts]. Runs
+        that share their evaluation points get exactly those points back.
+    """
+    arrays = [np.asarray(x, dtype=float) for x in xs if len(x)]
+    if not arrays:
+        return np.empty(0)
+    lo = max(a.min() for a in arrays)
+    hi = min(a.max() for a in arrays)
+    grid = np.unique(np.concatenate(arrays))
+    return grid[(grid >= lo) & (grid <= hi)]
+
+
+def interpolate_runs(
+    curves: pd.DataFrame,
+    x: str = "timesteps",
+    y: str = "eval_return_mean",
+    grid: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[object]]:
+    """Put each run's curve on one x grid by linear interpolation (no extrapolation).
+
+    Args:
+        curves: Curve-table rows of one condition (several runs, e.g. one algo on one env).
+        x: Column of the x axis (``timesteps``, ``wall_clock_s``, ``frames``, ...).
+        y: Column of the y axis.
+        grid: x values to interpolate at; default :func:`common_grid` of the runs.
+
+    Returns:
+        (grid, values, run_ids): grid of shape (n_grid,), values of shape (n_runs, n_grid)
+        (NaN outside a run's own x range), and the run ids in row order (sorted by seed).
+    """
+    runs = []
+    ordered = curves.sort_values(["seed", "run_id", x], kind="stable")
+    for run_id, run in ordered.groupby("run_id", sort=False):
+        run = run[np.isfinite(run[x].to_numpy(float)) & np.isfinite(run[y].to_numpy(float))]
+        xv = run[x].to_numpy(float)
+        yv = run[y].to_numpy(float)
+        xv, keep = np.unique(xv, return_index=True)  # last duplicate would be ambiguous: keep first
+        runs.append((run_id, xv, yv[keep]))
+    if grid is None:
+        grid = common_grid([r[1] for r in runs])
+    values = np.full((len(runs), len(grid)), np.nan)
+    for i, (_, xv, yv) in enumerate(runs):
+        if len(xv):
+            values[i] = np.interp(grid, xv, yv, left=np.nan, right=np.nan)
+    return np.asarray(grid, dtype=float), values, [r[0] for r in runs]
+
+
+def seed_counts(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Complete and missing runs per condition.
+
+    Args:
+        runs: The run table (:func:`esbench.analysis.load.load_run_table`).
+        by: Condition columns, e.g. ``["algo", "env_id"]``.
+
+    Returns:
+        One row per condition: the ``by`` columns, ``n_seeds`` (complete runs), ``n_missing``
+        (incomplete runs), ``missing_runs`` (their run ids, comma-separated), and ``partial``
+        (True where runs are missing or the seed count is below the largest one).
+    """
+    rows = []
+    for key, group in runs.groupby(list(by), sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        done = group[group["complete"]]
+        miss = group[~group["complete"]]
+        rows.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                "n_seeds": int(done["seed"].nunique()),
+                "n_missing": len(miss),
+                "missing_runs": ", ".join(map(str, miss["run_id"])),
+            }
+        )
+    table = pd.DataFrame(rows, columns=[*by, "n_seeds", "n_missing", "missing_runs"])
+    top = table["n_seeds"].max() if len(table) else 0
+    table["partial"] = (table["n_missing"] > 0) | (table["n_seeds"] < top)
+    return table
+
+
+def check_seeds(runs: pd.DataFrame, by: Sequence[str], allow_partial: bool = False) -> pd.DataFrame:
+    """Fail loudly on missing runs or unequal seed counts (never silently truncate).
+
+    Args:
+        runs: The run table.
+        by: Condition columns whose seed counts must agree.
+        allow_partial: Return the counts (``partial`` column marks the short conditions)
+            instead of raising.
+
+    Returns:
+        The :func:`seed_counts` table.
+
+    Raises:
+        IncompleteResultsError: Some run is missing or seed counts differ, and not allow_partial.
+            The message names each condition with its seed count.
+    """
+    counts = seed_counts(runs, by)
+    if allow_partial or not counts["partial"].any():
+        return counts
+    lines = []
+    for _, row in counts.iterrows():
+        name = "/".join(str(row[c]) for c in by)
+        line = f"  {name}: {row['n_seeds']} seed(s)"
+        if row["n_missing"]:
+            line += f", {row['n_missing']} missing run(s) (no summary.json): {row['missing_runs']}"
+        lines.append(line)
+    raise IncompleteResultsError(
+        "incomplete results: seed counts differ or runs are missing "
+        f"(by {', '.join(by)}):\n" + "\n".join(lines) + "\nrerun the sweep, or pass --allow-partial"
+    )
+
+
+def partial_keys(counts: pd.DataFrame, by: Sequence[str]) -> set[tuple[object, ...]]:
+    """The condition keys (tuples over ``by``) marked partial in a :func:`seed_counts` table."""
+    return {tuple(row[c] for c in by) for _, row in counts[counts["partial"]].iterrows()}

@@ -1,0 +1,112 @@
+"""End to end: `esbench report` (analysis.cli.main) on synthetic results stores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from esbench.analysis.cli import main
+from esbench.analysis.report import build_report
+from esbench.analysis.synthetic import write_run
+
+T = np.arange(0, 1001, 250)
+ES_T = np.arange(0, 2001, 250)
+
+
+def _table1_store(root, es_seeds=(0, 1), missing_trpo_seed=None):
+    for seed, off in ((0, 5.0), (1, -5.0)):
+        write_run(
+            root, "table1", "trpo", "Hopper-v5", seed, T, 0.1 * T + off, complete=seed != missing_trpo_seed
+        )
+    for seed in es_seeds:
+        write_run(root, "table1", "openai_es", "Hopper-v5", seed, ES_T, np.minimum(0.2 * ES_T, 60) + seed)
+
+
+def test_report_table1_writes_tables_figures_and_report(tmp_path, capsys) -> None:
+    _table1_store(tmp_path / "runs")
+    rc = main(["table1", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"])
+    assert rc == 0
+    out = tmp_path / "paper" / "table1"
+    for suffix in ("md", "tex", "csv"):
+        assert (out / "tables" / f"table1.{suffix}").is_file()
+    for stem in ("data_efficiency", "curves_timesteps", "curves_wall_clock_s"):
+        for suffix in ("png", "pdf"):
+            assert (out / "figures" / f"{stem}.{suffix}").stat().st_size > 0
+    report = (out / "REPORT.md").read_text()
+    assert "Scale: smoke" in report and "CPU cores: 2" in report and "testhost" in report
+    assert "0123456789abcdef" in report and "| numpy | 2.0.0 |" in report
+    assert "Hopper: ES needs < 10x TRPO's timesteps" in report
+    assert "![" in report and "figures/data_efficiency.png" in report
+    assert "> 2.7" in report  # censored, never invented
+    assert r"\toprule" in (out / "tables" / "table1.tex").read_text()
+
+
+def test_report_is_byte_reproducible(tmp_path) -> None:
+    _table1_store(tmp_path / "runs")
+    a = build_report("table1", tmp_path / "runs", tmp_path / "a", seed=3).parent
+    b = build_report("table1", tmp_path / "runs", tmp_path / "b", seed=3).parent
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+def test_bad_target_exits_2_with_one_line(tmp_path, capsys) -> None:
+    assert main(["tabel1", f"results_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "table1, table2, frameskip, scaling, curves" in err
+
+
+def test_missing_runs_exit_2_unless_allow_partial(tmp_path, capsys) -> None:
+    _table1_store(tmp_path / "runs", missing_trpo_seed=1)
+    args = ["table1", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "trpo/Hopper-v5: 1 seed(s), 1 missing run(s)" in err and "openai_es/Hopper-v5: 2 seed(s)" in err
+    assert main([*args, "--allow-partial"]) == 0
+    report = (tmp_path / "paper" / "table1" / "REPORT.md").read_text()
+    assert "Partial results" in report and "trpo/Hopper-v5" in report
+    assert "Hopper *" in (tmp_path / "paper" / "table1" / "tables" / "table1.md").read_text()
+
+
+def test_unequal_seeds_raise(tmp_path) -> None:
+    from esbench.analysis.stats import IncompleteResultsError
+
+    _table1_store(tmp_path / "runs", es_seeds=(0, 1, 2))
+    with pytest.raises(IncompleteResultsError, match="openai_es/Hopper-v5: 3 seed"):
+        build_report("table1", tmp_path / "runs", tmp_path / "paper")
+
+
+def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
+    runs = tmp_path / "runs"
+    for fs in (1, 2, 4):
+        for s in (0, 1):
+            es = [-21, -10, 0, 5, 10 + s]
+            rl = [-21, -15, -10, -5, -5 * fs + s]
+            write_run(
+                runs, "frameskip", "openai_es", "ALE/Pong-v5", s, T, es, env_kind="atari", frame_skip=fs
+            )
+            write_run(runs, "frameskip", "a2c", "ALE/Pong-v5", s, T, rl, env_kind="atari", frame_skip=fs)
+    for w in (1, 2):
+        for s in (0, 1):
+            write_run(
+                runs,
+                "scaling",
+                "openai_es",
+                "Hopper-v5",
+                s,
+                T,
+                0.1 * T + s,
+                workers=w,
+                wall_clock_s=T / 100 / w + 1,
+            )
+    fs_report = build_report("frameskip", runs, tmp_path / "paper").read_text()
+    assert "less sensitive to frame-skip than RL" in fs_report and "supported" in fs_report
+    assert (tmp_path / "paper" / "frameskip" / "figures" / "frameskip.pdf").is_file()
+    sc_report = build_report("scaling", runs, tmp_path / "paper").read_text()
+    assert "linear speedup with workers" in sc_report
+    assert (tmp_path / "paper" / "scaling" / "figures" / "scaling.png").is_file()
+    path_report = build_report(str(runs / "scaling"), runs, tmp_path / "paper")
+    assert path_report.parent.name == "scaling_curves"
+    assert "No claim of the paper" in path_report.read_text()

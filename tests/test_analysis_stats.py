@@ -1,0 +1,113 @@
+"""Statistics of esbench.analysis: reproducible CIs, IQM, grids, and loud seed checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from esbench.analysis.load import load_results
+from esbench.analysis.stats import (
+    IncompleteResultsError,
+    bootstrap_ci,
+    check_seeds,
+    common_grid,
+    interpolate_runs,
+    iqm,
+    iqm_ci,
+    mean_ci,
+)
+from esbench.analysis.synthetic import write_run
+
+T = [0, 250, 500, 750, 1000]
+
+
+def test_bootstrap_ci_identical_for_same_seed_and_brackets_the_mean() -> None:
+    data = np.random.default_rng(1).normal(size=(6, 20))
+    a = bootstrap_ci(data, np.random.default_rng(7))
+    b = bootstrap_ci(data, np.random.default_rng(7))
+    assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+    mean, low, high = mean_ci(data, np.random.default_rng(7))
+    assert np.all(low <= mean) and np.all(mean <= high)
+    c = bootstrap_ci(data, np.random.default_rng(8))
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_bootstrap_ci_degenerate_cases() -> None:
+    low, high = bootstrap_ci(np.array([3.0]), np.random.default_rng(0))
+    assert np.isnan(low) and np.isnan(high)
+    low, high = bootstrap_ci(np.array([2.0, 2.0, 2.0]), np.random.default_rng(0))
+    assert low == high == 2.0
+
+
+def test_iqm_known_answer_and_reproducible_ci() -> None:
+    assert float(iqm(np.arange(1.0, 9.0))) == pytest.approx(4.5)  # mean of 3, 4, 5, 6
+    scores = np.random.default_rng(3).uniform(size=(5, 4))
+    assert iqm_ci(scores, np.random.default_rng(0)) == iqm_ci(scores, np.random.default_rng(0))
+    point, low, high = iqm_ci(scores, np.random.default_rng(0))
+    assert low <= point <= high
+
+
+def test_common_grid_and_interpolation() -> None:
+    grid = common_grid([np.array([0.0, 100.0, 200.0, 300.0]), np.array([50.0, 150.0, 250.0])])
+    assert grid.tolist() == [50.0, 100.0, 150.0, 200.0, 250.0]
+    curves = pd.DataFrame(
+        {
+            "run_id": ["a"] * 3 + ["b"] * 3,
+            "seed": [0] * 3 + [1] * 3,
+            "timesteps": [0.0, 100.0, 200.0, 0.0, 50.0, 150.0],
+            "eval_return_mean": [0.0, 10.0, 20.0, 0.0, 5.0, 15.0],
+        }
+    )
+    grid, values, run_ids = interpolate_runs(curves)
+    assert run_ids == ["a", "b"]
+    assert grid.tolist() == [0.0, 50.0, 100.0, 150.0]
+    np.testing.assert_allclose(values, [[0, 5, 10, 15], [0, 5, 10, 15]])
+    _, values, _ = interpolate_runs(curves, grid=np.array([175.0, 200.0]))
+    assert values[0].tolist() == [17.5, 20.0] and np.isnan(values[1]).all()  # no extrapolation
+
+
+def _store(tmp_path, seeds_es=(0, 1), seeds_trpo=(0, 1), missing=()):
+    for s in seeds_es:
+        write_run(tmp_path, "table1", "openai_es", "Hopper-v5", s, T, [0, 1, 2, 3, 4])
+    for s in seeds_trpo:
+        write_run(tmp_path, "table1", "trpo", "Hopper-v5", s, T, [0, 1, 2, 3, 4], complete=s not in missing)
+    return load_results(tmp_path / "table1")
+
+
+def test_load_results_tidy(tmp_path) -> None:
+    res = _store(tmp_path)
+    assert len(res.runs) == 4 and res.runs["complete"].all()
+    assert len(res.curves) == 4 * len(T)  # training-only rows (eval NaN) are dropped
+    for col in (
+        "run_id",
+        "experiment",
+        "algo",
+        "env_id",
+        "env_name",
+        "seed",
+        "frame_skip",
+        "scale",
+        "workers",
+    ):
+        assert col in res.curves.columns
+    assert set(res.curves["algo"]) == {"openai_es", "trpo"}
+    assert res.env_info and all(i["cpu_count"] == 2 for i in res.env_info.values())
+
+
+def test_unequal_seeds_raise_naming_each_condition(tmp_path) -> None:
+    res = _store(tmp_path, seeds_es=(0, 1, 2), seeds_trpo=(0, 1))
+    with pytest.raises(IncompleteResultsError) as err:
+        check_seeds(res.runs, ["algo", "env_id"])
+    msg = str(err.value)
+    assert "openai_es/Hopper-v5: 3 seed(s)" in msg and "trpo/Hopper-v5: 2 seed(s)" in msg
+    counts = check_seeds(res.runs, ["algo", "env_id"], allow_partial=True)
+    flagged = counts.set_index("algo")["partial"]
+    assert not flagged["openai_es"] and flagged["trpo"]
+
+
+def test_missing_runs_raise(tmp_path) -> None:
+    res = _store(tmp_path, missing=(1,))
+    with pytest.raises(IncompleteResultsError, match=r"trpo/Hopper-v5: 1 seed\(s\), 1 missing run"):
+        check_seeds(res.runs, ["algo", "env_id"])
+    assert len(res.complete) == 3
