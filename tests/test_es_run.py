@@ -116,8 +116,14 @@ def test_nan_rewards_are_excluded_counted_and_warned(tmp_path: Path) -> None:
 
 def test_lost_worker_mid_generation_gives_identical_results(tmp_path: Path) -> None:
     """A worker process dies (os._exit) inside a task; Dask recomputes it elsewhere."""
-    base = [*PENDULUM, "env.id=esbench/CrashOnce-v0", "env.kind=debug", "budget.timesteps=8000",
-            "cluster.n_workers=2"]  # fmt: skip
+    base = [
+        *PENDULUM,
+        "env.id=esbench/CrashOnce-v0",
+        "env.kind=debug",
+        "budget.timesteps=8000",
+        "+env.kwargs.crash_at_reset=5",  # each lockstep slot has its own env and reset count
+        "cluster.n_workers=2",
+    ]
     spared = tmp_path / "spared.marker"
     spared.write_text("exists: no crash")
     esbench("run", *base, f"+env.kwargs.marker={spared}", f"results_dir={tmp_path / 'clean'}")

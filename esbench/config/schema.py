@@ -45,6 +45,7 @@ class OpenAIESConfig:
     action_noise_std: float = _c(0.01, ge=0.0)  # training only, never at evaluation (paper: 0.01)
     obs_norm_fraction: float = _c(0.01, ge=0.0, le=1.0)  # share of rollouts feeding obs statistics
     tasks_per_worker: int = _c(2, ge=1)  # a generation is split into ~workers*this Dask tasks
+    rollout_batch: int = _c(8, ge=1)  # MLP policies: episodes stepped in lockstep per worker
 
 
 @dataclass

@@ -122,3 +122,56 @@ class MLPPolicy(Policy):
 
 def _relu(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0, out=out)
+
+
+class BatchedMLP:
+    """``batch`` copies of an :class:`MLPPolicy`'s architecture, each with its own weights, run in
+    one stacked forward pass: the rollout hot path for B episodes stepped in lockstep.
+
+    Row b of every output depends only on slot b's weights and observation (a stacked matmul is
+    a loop of independent products), so an episode's numbers do not depend on which other
+    episodes share its batch: results stay the same whatever the number of workers.
+    """
+
+    def __init__(self, template: MLPPolicy, batch: int) -> None:
+        self.t = template
+        self.batch = int(batch)
+        self.W = [np.zeros((self.batch, o, i), np.float32) for o, i in template.layer_shapes]
+        self.b = [np.zeros((self.batch, o, 1), np.float32) for o, _ in template.layer_shapes]
+        self._x = np.zeros((self.batch, template.obs_dim, 1), np.float32)
+        self._rows = np.arange(self.batch)[:, None]
+        self._dims = np.arange(template.act_dim)[None, :]
+
+    def set_slot(self, slot: int, flat: np.ndarray) -> None:
+        """Load one slot's weights from a flat vector of shape (num_params,)."""
+        pos = 0
+        for k, (o, i) in enumerate(self.t.layer_shapes):
+            self.W[k][slot] = flat[pos : pos + o * i].reshape(o, i)
+            pos += o * i
+            self.b[k][slot, :, 0] = flat[pos : pos + o]
+            pos += o
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Actions for observations of shape (batch, obs_dim): (batch, act_dim) float32, or
+        (batch,) int64 for a discrete action space."""
+        t = self.t
+        x = self._x
+        x[:, :, 0] = obs
+        if t.obs_norm:
+            np.subtract(x, t._mean[:, None], out=x)
+            np.multiply(x, t._inv_std[:, None], out=x)
+            np.clip(x, -t.obs_clip, t.obs_clip, out=x)
+        last = len(self.W) - 1
+        h = x
+        for k in range(len(self.W)):
+            h = np.matmul(self.W[k], h)
+            h += self.b[k]
+            if k < last:
+                t._act_fn(h, out=h)
+        out = h[:, :, 0]
+        if t.discrete_n is not None:
+            return out.argmax(axis=1)
+        if t.action_bins > 0:
+            idx = out.reshape(self.batch, t.act_dim, t.action_bins).argmax(axis=2)
+            return t._bin_values[self._dims, idx]
+        return np.clip(out, t.action_low, t.action_high)

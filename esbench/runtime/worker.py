@@ -9,6 +9,7 @@ O(parameters) travels except a snapshot for a worker that cannot catch up by rep
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -19,8 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from esbench.envs import make_env
 from esbench.policies import ObsStats, Policy, make_policy
+from esbench.policies.mlp import BatchedMLP, MLPPolicy
+from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
-from esbench.runtime.rollout import run_episode
+from esbench.runtime.rollout import Episode, run_episode
 from esbench.strategies import Strategy, make_strategy
 from esbench.utils.seeding import ACTION_NOISE, ENV_RESET, INIT_PARAMS, OBS_STATS, derive_seed, generator
 
@@ -79,8 +82,31 @@ class RunContext:
         self.eval_env = make_env(self.env_cfg, training=False) if self.env_cfg.kind == "atari" else self.env
         self.policy: Policy = make_policy(OmegaConf.create(spec.policy), self.env, self.env_cfg, spec.seed)
         self.strategy: Strategy = make_strategy(self.algo, self.policy.num_params, spec.seed)
+        # MLP policies step B environments in lockstep with one stacked forward pass.
+        self.batched: BatchedMLP | None = None
+        self.envs: list[Any] = []
+        if isinstance(self.policy, MLPPolicy) and int(self.algo.get("rollout_batch", 1)) > 1:
+            batch = int(self.algo.rollout_batch)
+            self.batched = BatchedMLP(self.policy, batch)
+            self.envs = [self.env, *(make_env(self.env_cfg, training=True) for _ in range(batch - 1))]
         self.states: dict[int, TrainerState] = {}
         self.verified: set[int] = set()
+
+    def close(self) -> None:
+        """Release the environments."""
+        for env in {id(e): e for e in [self.env, self.eval_env, *self.envs]}.values():
+            env.close()
+
+    def play(self, jobs: list[EpisodeJob], evaluation: bool) -> list[Episode]:
+        """Play episodes: in lockstep for MLP policies, one by one otherwise."""
+        if self.batched is not None:
+            return run_lockstep(self.envs, self.batched, jobs)
+        env = self.eval_env if evaluation else self.env
+        episodes = []
+        for job in jobs:
+            self.policy.set_params(job.params)
+            episodes.append(run_episode(env, self.policy, job.seed, job.noise, collect_obs=job.collect_obs))
+        return episodes
 
     def initial_state(self) -> TrainerState:
         """Generation 0, built from the seed alone (the master builds the same)."""
@@ -139,12 +165,13 @@ def get_context(spec: RunSpec) -> RunContext:
     """This process's context for ``spec.run_key`` (the few most recently used runs are kept)."""
     ctx = _CONTEXTS.get(spec.run_key)
     if ctx is None:
-        import torch
+        if spec.policy.get("kind") == "cnn" or "torch" in sys.modules:  # MLP rollouts need no torch
+            import torch
 
-        torch.set_num_threads(spec.torch_threads)
+            torch.set_num_threads(spec.torch_threads)
         while len(_CONTEXTS) >= _MAX_CONTEXTS:
             _, old = _CONTEXTS.popitem(last=False)
-            old.env.close()
+            old.close()
         ctx = _CONTEXTS[spec.run_key] = RunContext(spec)
     _CONTEXTS.move_to_end(spec.run_key)
     return ctx
@@ -181,8 +208,8 @@ def evaluate_chunk(
         policy.set_obs_stats(state.obs.mean, state.obs.std)
     g = state.generation
     if mode == "eval":
-        policy.set_params(state.es.params)
-        eps = [run_episode(ctx.eval_env, policy, spec.eval_seed + int(k)) for k in idx]
+        jobs = [EpisodeJob(state.es.params, spec.eval_seed + int(k)) for k in idx]
+        eps = ctx.play(jobs, evaluation=True)
         return ChunkResult(
             idx,
             np.array([[e.ret] for e in eps]),
@@ -191,20 +218,26 @@ def evaluate_chunk(
             cpu_s=time.process_time() - cpu0,
         )
     population = strategy.ask(state.es)
-    k = len(population.signs)
-    returns, lengths, frames = np.zeros((len(idx), k)), np.zeros((len(idx), k)), np.zeros((len(idx), k))
-    obs: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    signs = population.signs
     noise_std = float(ctx.algo.action_noise_std)
     collect_p = float(ctx.algo.obs_norm_fraction) if state.obs is not None else 0.0
-    for row, i in enumerate(idx):
+    jobs = []
+    for i in idx:
         reset_seed = derive_seed(spec.seed, ENV_RESET, g, int(i))  # common to both signs of a pair
         collect = collect_p > 0 and generator(spec.seed, OBS_STATS, g, int(i)).random() < collect_p
-        for col, sign in enumerate(population.signs):
-            policy.set_params(strategy.member_params(state.es, population, int(i), sign))
+        for col, sign in enumerate(signs):
             noise = (generator(spec.seed, ACTION_NOISE, g, int(i), col), noise_std) if noise_std else None
-            ep = run_episode(ctx.env, policy, reset_seed, noise, collect_obs=collect)
-            returns[row, col], lengths[row, col], frames[row, col] = ep.ret, ep.length, ep.frames
-            if collect and ep.obs_total is not None:
-                t, s, c = obs.get(int(i), (0.0, 0.0, 0.0))
-                obs[int(i)] = (ep.obs_total + t, ep.obs_sumsq + s, c + ep.length)  # type: ignore[operator]
+            params = strategy.member_params(state.es, population, int(i), sign)
+            jobs.append(EpisodeJob(params, reset_seed, noise, collect))
+    eps = ctx.play(jobs, evaluation=False)
+    k = len(signs)
+    returns = np.array([e.ret for e in eps]).reshape(len(idx), k)
+    lengths = np.array([e.length for e in eps]).reshape(len(idx), k)
+    frames = np.array([e.frames for e in eps]).reshape(len(idx), k)
+    obs: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    for j, e in enumerate(eps):
+        if e.obs_total is not None:
+            i = int(idx[j // k])
+            t, s, c = obs.get(i, (0.0, 0.0, 0.0))
+            obs[i] = (e.obs_total + t, e.obs_sumsq + s, c + e.length)  # type: ignore[operator]
     return ChunkResult(idx, returns, lengths, frames, obs=obs, cpu_s=time.process_time() - cpu0)

@@ -1,0 +1,234 @@
+"""``esbench bench``: measured throughput and memory, printed and saved as JSON.
+
+    esbench bench                 # ES on HalfCheetah-v5: raw rate, 1 and 2 workers, memory
+    esbench bench baselines       # SB3 baselines' training steps/s on one core
+    esbench bench atari           # ES on Pong: emulator frames/s, CNN share of rollout time
+    esbench bench all
+
+ES throughput is compared with the limit it can approach: the raw simulator rate (the same
+environment from ``make_env``, stepped with a constant action, no policy, one process) times the
+number of workers. Steady-state throughput excludes the first generation (worker warm-up) and the
+last (final evaluation); ``steps_per_s`` of the run summary (whole loop) is reported beside it.
+Memory: with the paper's noise table (250M float32, ~1 GB) every worker maps the machine's one
+copy, so its proportional set size (PSS) holds table/workers of it, not a whole table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from esbench.utils.io import atomic_write_json
+
+OUT_DIR = Path("results/bench")
+
+
+def raw_env_rate(env_id: str = "HalfCheetah-v5", seconds: float = 5.0) -> float:
+    """Environment steps/s with a constant action in this process (no policy)."""
+    from esbench.config.compose import compose_run_config
+    from esbench.envs import make_env
+
+    cfg = compose_run_config([f"env.id={env_id}"])
+    env = make_env(cfg.env)
+    action = np.zeros(env.action_space.shape, np.float32)
+    env.reset(seed=0)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(1000):
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+        n += 1000
+    return n / (time.perf_counter() - t0)
+
+
+def es_throughput(
+    workers: int, generations: int, env_id: str = "HalfCheetah-v5", extra: list[str] | None = None
+) -> dict:
+    """Run ES for ``generations`` on a fresh LocalCluster of ``workers``; its measured throughput."""
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = compose_run_config(
+            [
+                f"env.id={env_id}",
+                "tracker=none",
+                "tracker.console=false",
+                f"cluster.n_workers={workers}",
+                f"budget.generations={generations}",
+                "budget.timesteps=1000000000",
+                "eval.interval_timesteps=1000000000",
+                "eval.episodes=1",
+                f"results_dir={tmp}",
+                *(extra or []),
+            ]
+        )
+        outcome = run(cfg)
+        metrics = pd.read_csv(outcome.run_dir / "metrics.csv")
+    steady = metrics.iloc[:-1]  # the last row includes the final evaluation
+    d_steps = steady["timesteps"].iloc[-1] - steady["timesteps"].iloc[0]
+    d_wall = steady["wall_clock_s"].iloc[-1] - steady["wall_clock_s"].iloc[0]
+    return {
+        "workers": workers,
+        "generations": generations,
+        "timesteps": int(outcome.summary["total_timesteps"]),
+        "steady_steps_per_s": float(d_steps / d_wall),
+        "run_steps_per_s": float(outcome.summary["steps_per_s"]),
+        "wall_clock_s": float(outcome.summary["wall_clock_s"]),
+    }
+
+
+def process_memory() -> dict[str, float]:
+    """This process's memory in MB: peak RSS, and RSS/PSS/shared split from smaps_rollup."""
+    out = {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    try:
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("Rss", "Pss", "Shared_Clean", "Private_Clean", "Private_Dirty"):
+                out[key.lower() + "_mb"] = int(rest.split()[0]) / 1024
+    except OSError:
+        pass
+    return out
+
+
+def noise_table_memory(workers: int = 2, table_size: int = 250_000_000) -> dict[str, Any]:
+    """Per-worker memory after an ES generation that used the paper-size noise table."""
+    from distributed import Client, LocalCluster
+
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import run
+    from esbench.strategies.noise import noise_table
+
+    t0 = time.perf_counter()
+    noise_table(123, table_size)  # generate (or find) the machine's one copy
+    generation_s = time.perf_counter() - t0
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        cfg = compose_run_config(
+            [
+                "tracker=none",
+                "tracker.console=false",
+                "cluster=address",
+                f"cluster.address={cluster.scheduler_address}",
+                f"algo.noise_table_size={table_size}",
+                "budget.generations=2",
+                "eval.episodes=1",
+                f"results_dir={tmp}",
+            ]
+        )
+        run(cfg)
+        per_worker = list(client.run(process_memory).values())
+    return {
+        "table_floats": table_size,
+        "table_mb": table_size * 4 / 2**20,
+        "table_generation_s": generation_s,
+        "workers": per_worker,
+        "master": process_memory(),
+    }
+
+
+def bench_mujoco(generations: int = 12, raw_seconds: float = 5.0) -> dict[str, Any]:
+    """ES throughput on HalfCheetah-v5 with 1 and 2 workers against the raw limit, and memory."""
+    raw = raw_env_rate("HalfCheetah-v5", raw_seconds)
+    rows = []
+    for w in (1, 2):
+        r = es_throughput(w, generations)
+        r["limit_steps_per_s"] = raw * w
+        r["fraction_of_limit"] = r["steady_steps_per_s"] / (raw * w)
+        rows.append(r)
+    return {
+        "env": "HalfCheetah-v5",
+        "raw_steps_per_s_one_process": raw,
+        "es": rows,
+        "speedup_2_over_1": rows[1]["steady_steps_per_s"] / rows[0]["steady_steps_per_s"],
+        "memory": noise_table_memory(),
+    }
+
+
+def _machine() -> dict[str, Any]:
+    return {"cpu_count": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0]}
+
+
+def _print_mujoco(res: dict[str, Any]) -> None:
+    raw = res["raw_steps_per_s_one_process"]
+    print(f"\nES on {res['env']}: raw simulator {raw:,.0f} steps/s in one process")
+    print("| workers | ES steps/s (steady) | limit (raw x workers) | fraction | whole-run steps/s |")
+    print("|---|---|---|---|---|")
+    for r in res["es"]:
+        print(
+            f"| {r['workers']} | {r['steady_steps_per_s']:,.0f} | {r['limit_steps_per_s']:,.0f} | "
+            f"{r['fraction_of_limit']:.2f} | {r['run_steps_per_s']:,.0f} |"
+        )
+    print(f"speedup 2 workers / 1 worker: {res['speedup_2_over_1']:.2f}x")
+    m = res["memory"]
+    print(
+        f"\nnoise table {m['table_floats']:,} float32 = {m['table_mb']:,.0f} MB "
+        f"(generated or found in {m['table_generation_s']:.1f} s)"
+    )
+    print("| process | peak RSS MB | RSS MB | PSS MB | shared clean MB | private MB |")
+    print("|---|---|---|---|---|---|")
+    procs = [*((f"worker {i}", w) for i, w in enumerate(m["workers"])), ("master", m["master"])]
+    for name, mem in procs:
+        private = mem.get("private_clean_mb", 0) + mem.get("private_dirty_mb", 0)
+        cells = [
+            mem["peak_rss_mb"],
+            mem.get("rss_mb", 0),
+            mem.get("pss_mb", 0),
+            mem.get("shared_clean_mb", 0),
+        ]
+        print(f"| {name} | " + " | ".join(f"{c:,.0f}" for c in cells) + f" | {private:,.0f} |")
+
+
+def markdown_rows(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of dict rows (numbers with thousands separators)."""
+    if not rows:
+        return "(no rows)"
+    cols = list(rows[0])
+    fmt = lambda v: f"{v:,.2f}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """``esbench bench [mujoco|baselines|atari|all]``."""
+    what = argv[0] if argv else "mujoco"
+    allowed = ("mujoco", "baselines", "atari", "all")
+    if what not in allowed:
+        print(f"esbench: error: unknown benchmark {what!r}; allowed: {', '.join(allowed)}", file=sys.stderr)
+        return 2
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"machine": _machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if what in ("mujoco", "all"):
+        results["mujoco"] = bench_mujoco()
+        _print_mujoco(results["mujoco"])
+    if what in ("baselines", "all"):
+        from esbench.baselines.bench import bench_baselines
+
+        results["baselines"] = bench_baselines()
+        print("\n" + markdown_rows(results["baselines"]))
+    if what in ("atari", "all"):
+        from esbench.envs.atari_bench import bench_atari
+
+        results["atari"] = bench_atari()
+        print("\n" + json.dumps(results["atari"], indent=2))
+    path = OUT_DIR / f"bench-{what}.json"
+    atomic_write_json(path, results)
+    print(f"\nesbench: benchmark written to {path}")
+    return 0
