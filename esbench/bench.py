@@ -40,7 +40,7 @@ def raw_env_rate(env_id: str = "HalfCheetah-v5", seconds: float = 5.0) -> float:
 
     cfg = compose_run_config([f"env.id={env_id}"])
     env = make_env(cfg.env)
-    action = np.zeros(env.action_space.shape, np.float32)
+    action = np.zeros(tuple(env.action_space.shape or ()), np.float32)
     env.reset(seed=0)
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:

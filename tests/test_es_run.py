@@ -252,3 +252,14 @@ def test_unreachable_scheduler_fails_fast_with_advice(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "dask scheduler" in proc.stderr and "dask worker" in proc.stderr
     assert time.time() - start < 60
+
+
+def test_multirun_sweep_runs_every_job_and_a_rerun_skips_them(tmp_path: Path) -> None:
+    args = ["run", "-m", *PENDULUM, "budget.timesteps=2000", "seed=0,1", f"results_dir={tmp_path}"]
+    first = esbench(*args)
+    summaries = sorted(tmp_path.glob("default/*/summary.json"))
+    assert len(summaries) == 2, first.stdout
+    stamps = [p.stat().st_mtime_ns for p in summaries]
+    again = esbench(*args)
+    assert again.stdout.count("already complete") == 2
+    assert [p.stat().st_mtime_ns for p in summaries] == stamps

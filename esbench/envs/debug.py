@@ -54,7 +54,7 @@ class CrashOnce(gym.Wrapper):
 
 def register_debug_envs() -> None:
     """Register the fault-injection environments with Gymnasium (idempotent)."""
-    for name, entry in (("NaNReward", NaNReward), ("CrashOnce", CrashOnce)):
+    for name in ("NaNReward", "CrashOnce"):
         env_id = f"esbench/{name}-v0"
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry, max_episode_steps=1000)
+            gym.register(id=env_id, entry_point=f"{__name__}:{name}", max_episode_steps=1000)

@@ -21,13 +21,15 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
         env_cfg: the ``EnvConfig`` (the Atari CNN collects its VBN reference batch from it).
         seed: the run seed (the VBN reference batch is collected from a stream of it).
     """
-    obs_space, act_space = env.observation_space, env.action_space
+    obs_shape = tuple(env.observation_space.shape or ())
+    act_space = env.action_space
     if policy_cfg.kind == "cnn":
         from esbench.policies.cnn import CNNPolicy, collect_reference_batch
 
+        assert isinstance(act_space, gym.spaces.Discrete), "the Atari CNN needs discrete actions"
         ref = collect_reference_batch(env_cfg, int(policy_cfg.vbn_reference_size), seed)
-        return CNNPolicy(obs_space.shape, int(act_space.n), ref)
-    obs_dim = int(np.prod(obs_space.shape))
+        return CNNPolicy(obs_shape, int(act_space.n), ref)
+    obs_dim = int(np.prod(obs_shape))
     if isinstance(act_space, gym.spaces.Discrete):
         return MLPPolicy(
             obs_dim,
@@ -38,6 +40,7 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
             obs_norm=policy_cfg.obs_norm,
             obs_clip=policy_cfg.obs_clip,
         )
+    assert isinstance(act_space, gym.spaces.Box), f"unsupported action space {act_space}"
     return MLPPolicy(
         obs_dim,
         int(np.prod(act_space.shape)),

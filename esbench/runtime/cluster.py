@@ -57,17 +57,16 @@ def dask_client(cluster_cfg: Any, quiet: bool = False) -> Iterator[Client]:
     _quiet_dask_logs()
     if kind == "local":
         n = int(cluster_cfg.n_workers or os.cpu_count() or 1)
-        dashboard = ":0" if cluster_cfg.dashboard and importlib.util.find_spec("bokeh") else None
         cluster = LocalCluster(
             n_workers=n,
             threads_per_worker=int(cluster_cfg.threads_per_worker),
             processes=True,
-            dashboard_address=dashboard,
+            dashboard_address=":0",  # any free port: a sweep may run several clusters at once
             memory_limit=cluster_cfg.memory_limit,
             silence_logs=logging.ERROR,
         )
         client = Client(cluster)
-        _announce(client, quiet)
+        _announce(client, quiet or not cluster_cfg.dashboard)
         try:
             yield client
         finally:

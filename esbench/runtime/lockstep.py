@@ -59,7 +59,7 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
     if len(envs) != batch:
         raise ValueError(f"{len(envs)} environments for a batch of {batch}")
     continuous = isinstance(envs[0].action_space, gym.spaces.Box)
-    act_shape = envs[0].action_space.shape if continuous else ()
+    act_shape: tuple[int, ...] = tuple(envs[0].action_space.shape or ()) if continuous else ()
     obs_buf = np.zeros((batch, policy.t.obs_dim), np.float32)
     results: list[Episode | None] = [None] * len(jobs)
     queue = deque(enumerate(jobs))

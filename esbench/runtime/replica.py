@@ -63,7 +63,12 @@ def advance(strategy: Strategy, state: TrainerState, record: GenerationRecord) -
         raise ValueError(f"record of generation {record.generation} applied to state at {state.generation}")
     es, metrics = strategy.tell(state.es, record.population, record.fitness)
     obs = state.obs
-    if obs is not None and record.obs_total is not None and record.obs_count > 0:
+    if (
+        obs is not None
+        and record.obs_total is not None
+        and record.obs_sumsq is not None
+        and record.obs_count > 0
+    ):
         obs = obs.add(record.obs_total, record.obs_sumsq, record.obs_count)
     return TrainerState(es=es, obs=obs), metrics
 

@@ -51,7 +51,7 @@ def run_episode(
     continuous = isinstance(env.action_space, gym.spaces.Box)
     noise_rng, noise_std = action_noise if (action_noise and continuous) else (None, 0.0)
     noise = None
-    act_shape = env.action_space.shape if continuous else ()
+    act_shape: tuple[int, ...] = tuple(env.action_space.shape or ()) if continuous else ()
     observations: list[np.ndarray] = []
     limit = max_steps if max_steps is not None else np.inf
     while steps < limit:

@@ -238,6 +238,9 @@ def evaluate_chunk(
     for j, e in enumerate(eps):
         if e.obs_total is not None:
             i = int(idx[j // k])
-            t, s, c = obs.get(i, (0.0, 0.0, 0.0))
-            obs[i] = (e.obs_total + t, e.obs_sumsq + s, c + e.length)  # type: ignore[operator]
+            if i in obs:  # the second episode of a pair
+                t, s, c = obs[i]
+                obs[i] = (t + e.obs_total, s + e.obs_sumsq, c + e.length)  # type: ignore[operator]
+            else:
+                obs[i] = (e.obs_total, e.obs_sumsq, float(e.length))  # type: ignore[assignment]
     return ChunkResult(idx, returns, lengths, frames, obs=obs, cpu_s=time.process_time() - cpu0)

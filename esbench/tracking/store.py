@@ -109,7 +109,7 @@ def _fmt(v: Any) -> str:
 
 def environment_record(workers: int) -> dict[str, Any]:
     """Versions, commit, hardware: stored with every run and quoted by reports."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = metadata.version(name)

@@ -43,7 +43,7 @@ class WandbWriter:
 
             run_dir.mkdir(parents=True, exist_ok=True)
             self.run = wandb.init(
-                mode=mode,
+                mode=mode,  # type: ignore[arg-type]
                 project=project,
                 entity=entity,
                 dir=str(run_dir),
