@@ -102,6 +102,15 @@ def process_memory() -> dict[str, float]:
     return out
 
 
+def touch_table_memory(seed: int, size: int) -> dict[str, float]:
+    """Read every page of the noise table in this process, then measure: the worst case, as when
+    a huge population's perturbations cover the whole table."""
+    from esbench.strategies.noise import noise_table
+
+    float(np.asarray(noise_table(seed, size)[::1024]).sum())  # one float per 4 KB page
+    return process_memory()
+
+
 def noise_table_memory(workers: int = 2, table_size: int = 250_000_000) -> dict[str, Any]:
     """Per-worker memory after an ES generation that used the paper-size noise table."""
     from distributed import Client, LocalCluster
@@ -134,11 +143,13 @@ def noise_table_memory(workers: int = 2, table_size: int = 250_000_000) -> dict[
         )
         run(cfg)
         per_worker = list(client.run(process_memory).values())
+        touched = list(client.run(touch_table_memory, 123, table_size).values())
     return {
         "table_floats": table_size,
         "table_mb": table_size * 4 / 2**20,
         "table_generation_s": generation_s,
         "workers": per_worker,
+        "workers_after_touching_whole_table": touched,
         "master": process_memory(),
     }
 
@@ -183,7 +194,14 @@ def _print_mujoco(res: dict[str, Any]) -> None:
     )
     print("| process | peak RSS MB | RSS MB | PSS MB | shared clean MB | private MB |")
     print("|---|---|---|---|---|---|")
-    procs = [*((f"worker {i}", w) for i, w in enumerate(m["workers"])), ("master", m["master"])]
+    procs = [
+        *((f"worker {i}", w) for i, w in enumerate(m["workers"])),
+        *(
+            (f"worker {i}, whole table read", w)
+            for i, w in enumerate(m["workers_after_touching_whole_table"])
+        ),
+        ("master", m["master"]),
+    ]
     for name, mem in procs:
         private = mem.get("private_clean_mb", 0) + mem.get("private_dirty_mb", 0)
         cells = [
