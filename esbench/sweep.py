@@ -51,12 +51,17 @@ def sweep_job(cfg: DictConfig) -> str:
     """One Hydra job: run the config; a failure is reported and recorded, not raised."""
     from esbench.cli import print_job_failure
     from esbench.config.validate import validate
-    from esbench.runner import run
+    from esbench.runner import load_algorithms, run
 
     try:
+        load_algorithms()  # a fresh Dask worker process has not registered the baselines yet
         validate(cfg)
         return run(cfg).status
     except Exception as e:
+        from esbench.runtime.cluster import in_dask_task
+
+        if in_dask_task():  # the Dask launcher reports it on the driver, with this traceback
+            raise
         overrides = job_overrides_of(cfg)
         FAILED_JOBS.append(overrides)
         print_job_failure(overrides, e)

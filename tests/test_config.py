@@ -23,6 +23,8 @@ def options(group: str) -> list[str]:
 def test_every_config_option_composes_and_validates(group: str) -> None:
     for option in options(group):
         overrides = [f"{group}={option}", "budget=smoke"] if group != "budget" else [f"budget={option}"]
+        if group == "algo" and option == "dqn":
+            overrides.append("env=cartpole")  # DQN acts only in discrete action spaces
         if option == "address":
             overrides.append("cluster.address=tcp://127.0.0.1:8786")
         cfg = compose_run_config(overrides)

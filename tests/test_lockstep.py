@@ -30,7 +30,9 @@ def test_lockstep_equals_single_episodes_for_any_batch(overrides: list[str]) -> 
 
     def job(i: int) -> EpisodeJob:
         params = base + 0.5 * np.random.default_rng(i).standard_normal(base.size).astype(np.float32)
-        return EpisodeJob(params, seed=100 + i, noise=(np.random.default_rng(i), 0.01), collect_obs=i % 2 == 0)
+        return EpisodeJob(
+            params, seed=100 + i, noise=(np.random.default_rng(i), 0.01), collect_obs=i % 2 == 0
+        )
 
     singles = []
     for i in range(7):

@@ -1,1 +1,7 @@
-"""baselines."""
+"""RL baselines through Stable-Baselines3 / sb3-contrib (TRPO, A2C as the synchronous A3C, PPO, DQN).
+
+``registry`` registers schemas, trainers and checks; ``configs`` holds the schemas (rl-baselines3-zoo
+defaults); ``sb3`` builds the model on esbench's envs and networks; ``callback`` measures on the ES
+ruler; ``evaluation`` runs the fixed-seed deterministic evaluation; ``checkpoint`` makes exact
+snapshots; ``trainer`` runs a baseline as one Dask task; ``bench`` measures throughput.
+"""

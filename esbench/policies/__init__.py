@@ -19,15 +19,18 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
         policy_cfg: a ``PolicyConfig``.
         env: an environment from :func:`esbench.envs.make_env` (for its spaces).
         env_cfg: the ``EnvConfig`` (the Atari CNN collects its VBN reference batch from it).
-        seed: the run seed (the VBN reference batch is collected from a stream of it).
+        seed: the run seed (the VBN reference batch is collected from its ``VBN_REFERENCE`` stream).
     """
     obs_shape = tuple(env.observation_space.shape or ())
     act_space = env.action_space
     if policy_cfg.kind == "cnn":
         from esbench.policies.cnn import CNNPolicy, collect_reference_batch
+        from esbench.utils.seeding import VBN_REFERENCE, derive_seed
 
         assert isinstance(act_space, gym.spaces.Discrete), "the Atari CNN needs discrete actions"
-        ref = collect_reference_batch(env_cfg, int(policy_cfg.vbn_reference_size), seed)
+        # One batch per run: the same on every worker and in every run with this seed (promise 1).
+        ref_seed = derive_seed(seed, VBN_REFERENCE)
+        ref = collect_reference_batch(env_cfg, int(policy_cfg.vbn_reference_size), ref_seed)
         return CNNPolicy(obs_shape, int(act_space.n), ref)
     obs_dim = int(np.prod(obs_shape))
     if isinstance(act_space, gym.spaces.Discrete):

@@ -16,6 +16,7 @@ ENV_RESET = 2
 ACTION_NOISE = 3
 OBS_STATS = 4
 INIT_PARAMS = 5
+VBN_REFERENCE = 6  # the Atari CNN's virtual-batch-norm reference batch (one per run)
 
 
 def generator(seed: int, *keys: int) -> np.random.Generator:

@@ -1,0 +1,26 @@
+"""OmegaConf resolvers used by ``conf/``, registered when :mod:`esbench.config` is imported.
+
+``${atari_id:${env.game}}`` (``conf/env/atari.yaml``) turns a game name in any accepted spelling
+(``Pong``, ``pong``, ``"Space Invaders"``, ``ALE/Pong-v5``) into its canonical ALE v5 id, so the
+resolved config that a run stores (``config.yaml``) and the reports read names the game the same
+way every time. Every process that resolves a run config imports :mod:`esbench.config` first
+(composition, validation, the runner, sweep jobs), so the resolver is always there.
+"""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+
+def atari_id(game: str) -> str:
+    """The ALE v5 id of ``game`` (see :func:`esbench.envs.atari.resolve_game`); raises ValueError
+    with close matches for an unknown game."""
+    from esbench.envs.atari import resolve_game
+
+    return resolve_game(str(game))
+
+
+def register_resolvers() -> None:
+    """Register esbench's resolvers with OmegaConf (idempotent)."""
+    if not OmegaConf.has_resolver("atari_id"):
+        OmegaConf.register_new_resolver("atari_id", atari_id)

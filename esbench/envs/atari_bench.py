@@ -1,0 +1,254 @@
+"""Atari throughput: raw ALE rate, ES emulator frames/s with 1 and 2 workers, CNN share of rollouts.
+
+:func:`bench_atari` measures, on this machine:
+
+1. **Raw ALE**: agent steps/s and emulator frames/s of :func:`~esbench.envs.atari.make_atari_env`
+   (the full preprocessing) with uniformly random actions, one process, no policy.
+2. **Rollout profile**: one process, one torch thread, the run's CNN policy (VBN reference batch
+   included) playing a few episodes through :func:`~esbench.runtime.rollout.run_episode`, as an ES
+   worker does: the share of rollout time spent in ``CNNPolicy.act`` (inference), in
+   ``CNNPolicy.set_params`` (once per episode: the VBN reference forward pass), and in the rest
+   (the emulator and preprocessing).
+3. **ES**: short OpenAI-ES runs through :func:`esbench.runner.run` on a fresh LocalCluster of
+   1 and 2 workers (``tracker=none``): emulator frames/s and agent steps/s, steady state (the
+   first generation, with worker start-up, and the last, with the final evaluation, left out) and
+   over the whole run (the summary's ``steps_per_s``).
+
+Frame counts are ``info["frames"]`` summed, no-op resets included, as in the run metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def _atari_overrides(game: str, frame_skip: int, max_episode_steps: int) -> list[str]:
+    return [
+        "env=atari",
+        f"env.game={game}",
+        f"env.frame_skip={frame_skip}",
+        f"env.max_episode_steps={max_episode_steps}",
+    ]
+
+
+def raw_ale_rate(
+    game: str = "Pong", frame_skip: int = 4, seconds: float = 5.0, seed: int = 0
+) -> dict[str, float]:
+    """Agent steps/s and emulator frames/s of the preprocessed env with random actions, one process.
+
+    Returns:
+        ``{"agent_steps_per_s", "frames_per_s", "steps", "frames", "seconds"}``.
+    """
+    from esbench.config.compose import compose_run_config
+    from esbench.envs import make_env
+
+    cfg = compose_run_config(_atari_overrides(game, frame_skip, 27000))
+    env = make_env(cfg.env, training=True)
+    rng = np.random.default_rng(seed)
+    n_actions = int(env.action_space.n)  # type: ignore[attr-defined]
+    _, info = env.reset(seed=seed)
+    steps, frames = 0, int(info["frames"])
+    t0 = time.perf_counter()
+    try:
+        while time.perf_counter() - t0 < seconds:
+            for a in rng.integers(n_actions, size=500):
+                _, _, terminated, truncated, info = env.step(int(a))
+                frames += int(info["frames"])
+                if terminated or truncated:
+                    _, info = env.reset()
+                    frames += int(info["frames"])
+            steps += 500
+        wall = time.perf_counter() - t0
+    finally:
+        env.close()
+    return {
+        "agent_steps_per_s": steps / wall,
+        "frames_per_s": frames / wall,
+        "steps": steps,
+        "frames": frames,
+        "seconds": wall,
+    }
+
+
+def rollout_profile(
+    game: str = "Pong", frame_skip: int = 4, episodes: int = 3, max_episode_steps: int = 500, seed: int = 0
+) -> dict[str, float]:
+    """Where an ES worker's rollout time goes, measured in this process with one torch thread.
+
+    Each episode is played as a worker plays a population member: ``set_params`` (which recomputes
+    the VBN statistics from the reference batch), then :func:`run_episode` from a fresh reset.
+
+    Returns:
+        ``{"episodes", "steps", "frames", "seconds", "agent_steps_per_s", "frames_per_s",
+        "act_share", "set_params_share", "env_share", "act_ms", "set_params_ms"}``; the three
+        shares sum to 1 (``env_share``: the emulator, preprocessing and the loop itself).
+    """
+    import torch
+
+    from esbench.config.compose import compose_run_config
+    from esbench.envs import make_env
+    from esbench.policies import make_policy
+    from esbench.runtime.rollout import run_episode
+    from esbench.utils.seeding import INIT_PARAMS, generator
+
+    cfg = compose_run_config(_atari_overrides(game, frame_skip, max_episode_steps))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    env = make_env(cfg.env, training=True)
+    try:
+        policy = make_policy(cfg.policy, env, cfg.env, seed)
+        params = policy.init_params(generator(seed, INIT_PARAMS))
+        act = policy.act
+        act_s = 0.0
+
+        def timed_act(obs: np.ndarray) -> Any:
+            nonlocal act_s
+            t = time.perf_counter()
+            out = act(obs)
+            act_s += time.perf_counter() - t
+            return out
+
+        policy.act = timed_act  # type: ignore[method-assign]
+        set_s, steps, frames = 0.0, 0, 0
+        t0 = time.perf_counter()
+        for k in range(episodes):
+            t = time.perf_counter()
+            policy.set_params(params)
+            set_s += time.perf_counter() - t
+            ep = run_episode(env, policy, seed + k)
+            steps += ep.length
+            frames += ep.frames
+        total = time.perf_counter() - t0
+    finally:
+        env.close()
+        torch.set_num_threads(threads)
+    return {
+        "episodes": episodes,
+        "steps": steps,
+        "frames": frames,
+        "seconds": total,
+        "agent_steps_per_s": steps / total,
+        "frames_per_s": frames / total,
+        "act_share": act_s / total,
+        "set_params_share": set_s / total,
+        "env_share": 1.0 - (act_s + set_s) / total,
+        "act_ms": 1e3 * act_s / max(steps, 1),
+        "set_params_ms": 1e3 * set_s / episodes,
+    }
+
+
+def es_atari_throughput(
+    workers: int,
+    generations: int,
+    game: str = "Pong",
+    frame_skip: int = 4,
+    max_episode_steps: int = 500,
+    population_size: int = 16,
+    extra: list[str] | None = None,
+) -> dict[str, Any]:
+    """Run OpenAI-ES on Atari for ``generations`` on a fresh LocalCluster of ``workers``.
+
+    Returns:
+        ``{"workers", "generations", "timesteps", "frames", "wall_clock_s", "run_steps_per_s",
+        "run_frames_per_s", "steady_steps_per_s", "steady_frames_per_s"}`` (steady: generations
+        1 .. n-2, i.e. without worker start-up and the final evaluation; NaN below 3 generations).
+    """
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = compose_run_config(
+            [
+                *_atari_overrides(game, frame_skip, max_episode_steps),
+                "algo=openai_es",
+                f"algo.population_size={population_size}",
+                "tracker=none",
+                "tracker.console=false",
+                f"cluster.n_workers={workers}",
+                f"budget.generations={generations}",
+                "budget.timesteps=1000000000",
+                "eval.interval_timesteps=1000000000",
+                f"eval.episodes={workers}",
+                f"results_dir={tmp}",
+                *(extra or []),
+            ]
+        )
+        outcome = run(cfg)
+        metrics = pd.read_csv(outcome.run_dir / "metrics.csv")
+    s = outcome.summary
+    steady = metrics.iloc[:-1]  # the last row includes the final evaluation
+    d_wall = steady["wall_clock_s"].iloc[-1] - steady["wall_clock_s"].iloc[0] if len(steady) >= 2 else 0.0
+
+    def rate(col: str) -> float:
+        return float((steady[col].iloc[-1] - steady[col].iloc[0]) / d_wall) if d_wall > 0 else math.nan
+
+    wall = float(s["wall_clock_s"])
+    return {
+        "workers": workers,
+        "generations": int(s["generations"]),
+        "timesteps": int(s["total_timesteps"]),
+        "frames": int(s["total_frames"]),
+        "wall_clock_s": wall,
+        "run_steps_per_s": float(s["steps_per_s"]),
+        "run_frames_per_s": float(s["total_frames"]) / max(wall, 1e-9),
+        "steady_steps_per_s": rate("timesteps"),
+        "steady_frames_per_s": rate("frames"),
+    }
+
+
+def bench_atari(
+    game: str = "Pong",
+    workers: tuple[int, ...] = (1, 2),
+    seconds: float = 30.0,
+    frame_skip: int = 4,
+    max_episode_steps: int = 500,
+    population_size: int = 16,
+    raw_seconds: float = 5.0,
+    profile_episodes: int = 3,
+) -> dict[str, Any]:
+    """The Atari benchmark: raw ALE rate, rollout profile, ES throughput for each worker count.
+
+    Args:
+        game: Any ALE game name (see :func:`esbench.envs.atari.resolve_game`).
+        workers: Worker counts of the ES runs.
+        seconds: Rough wall-clock length of each ES run (its generations are sized from the
+            profiled one-process rollout rate).
+        frame_skip: ``env.frame_skip``.
+        max_episode_steps: Episode cap (agent steps) of the profile and the ES runs.
+        population_size: ES perturbations per generation (the same for every worker count).
+        raw_seconds: Length of the raw ALE measurement.
+        profile_episodes: Episodes of the one-process rollout profile.
+
+    Returns:
+        ``{"game", "env_id", "frame_skip", "cpu_count", "raw": raw_ale_rate(...),
+        "profile": rollout_profile(...), "es": [es_atari_throughput(...) per worker count],
+        "speedup": {workers: steady frames/s over that of the first entry}}``.
+    """
+    from esbench.envs.atari import resolve_game
+
+    raw = raw_ale_rate(game, frame_skip, raw_seconds)
+    profile = rollout_profile(game, frame_skip, profile_episodes, max_episode_steps)
+    mean_len = profile["steps"] / profile["episodes"]
+    rows = []
+    for w in workers:
+        per_gen_s = population_size * mean_len / (profile["agent_steps_per_s"] * w)
+        generations = max(4, math.ceil(seconds / per_gen_s))
+        rows.append(es_atari_throughput(w, generations, game, frame_skip, max_episode_steps, population_size))
+    base = rows[0]["steady_frames_per_s"]
+    return {
+        "game": game,
+        "env_id": resolve_game(game),
+        "frame_skip": frame_skip,
+        "cpu_count": os.cpu_count(),
+        "raw": raw,
+        "profile": profile,
+        "es": rows,
+        "speedup": {r["workers"]: r["steady_frames_per_s"] / base for r in rows},
+    }

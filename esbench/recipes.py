@@ -1,0 +1,350 @@
+"""Recipes: one YAML file per paper table or figure under ``experiments/``, with three scales.
+
+A recipe names the sweep that feeds one report, and the seeds and budgets of each scale
+(DESIGN.md promise 5)::
+
+    description: "Table 1: MuJoCo data efficiency, OpenAI-ES vs TRPO"
+    report: table1                 # esbench.analysis.report target; also the experiment name
+    launcher: dask                 # dask (default): jobs share the cluster; basic: one at a time
+    overrides: {KEY: VALUE}        # optional, every scale
+    scales:
+      smoke | mini | paper:
+        seeds: [0, 1, 2]
+        budget: {timesteps: N | frames: N, eval_interval: N, eval_episodes: N}
+        overrides: {KEY: VALUE}    # optional, this scale
+        sweeps:                    # the jobs are the union of these cartesian products
+          - {algo: [openai_es, trpo], env: [hopper, walker2d], KEY: VALUE-or-list}
+
+A list value is a sweep axis, a scalar a fixed override. ``games: [Pong, ...]`` (or ``all``: the
+51 games of the paper's Table 2, :data:`esbench.envs.atari.ATARI_GAMES`) is the ``env.game`` axis.
+``budget.frames`` gives every job the same emulator frames: ``budget.timesteps = frames /
+env.frame_skip``. The experiment name is the recipe name, so runs land in
+``results_dir/<recipe>/`` where ``esbench report <recipe>`` reads them.
+
+Each scale becomes one or more Hydra multirun sweeps (:class:`Sweep`), exactly what
+``esbench run -m`` would be given; :func:`estimate` prices them from measured step rates
+(:data:`STEP_RATES`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from esbench.config.validate import ConfigError
+
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
+SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
+LAUNCHERS: tuple[str, ...] = ("dask", "basic")
+_RECIPE_KEYS = {"description", "report", "launcher", "overrides", "scales"}
+_SCALE_KEYS = {"seeds", "budget", "overrides", "sweeps"}
+_BUDGET_KEYS = {"timesteps", "frames", "eval_interval", "eval_episodes"}
+
+
+class RecipeError(ConfigError):
+    """A bad recipe name, scale or recipe file; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One Hydra multirun: its overrides (sweep axes comma-joined) and the launcher to use.
+
+    Attributes:
+        overrides: Arguments of ``esbench run -m``.
+        launcher: ``dask`` or ``basic`` (Hydra's in-process launcher).
+    """
+
+    overrides: tuple[str, ...]
+    launcher: str
+
+    def command(self) -> str:
+        """The equivalent command line."""
+        args = " ".join(_shell_quote(o) for o in (f"hydra/launcher={self.launcher}", *self.overrides))
+        return f"esbench run -m {args}"
+
+    def jobs(self) -> list[list[str]]:
+        """Every job's overrides, in Hydra's order."""
+        from esbench.sweep import expand_sweep
+
+        return expand_sweep(list(self.overrides))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A paper table or figure: its report and the sweeps of each scale."""
+
+    name: str
+    description: str
+    report: str
+    launcher: str
+    overrides: dict[str, Any]
+    scales: dict[str, dict[str, Any]]
+    path: Path = field(compare=False)
+
+    def plan(self, scale: str, user_overrides: list[str] | None = None) -> list[Sweep]:
+        """The sweeps of ``scale``; ``user_overrides`` (``KEY=VALUE``) win over the recipe's."""
+        if scale not in self.scales:
+            raise RecipeError(f"scale={scale!r} is unknown; allowed: {', '.join(SCALES)}")
+        spec = self.scales[scale]
+        budget = spec["budget"]
+        sweeps = []
+        for entry in spec["sweeps"]:
+            axes = dict(entry)
+            games = axes.pop("games", None)
+            if games is not None:
+                axes["env.game"] = _game_keys(games)
+            frame_skips: list[Any] = [None]
+            if "frames" in budget:
+                fs = axes.pop("env.frame_skip", 4)
+                frame_skips = list(fs) if isinstance(fs, list) else [fs]
+            for fs in frame_skips:
+                fixed: dict[str, Any] = {"budget": scale}
+                if fs is None:
+                    fixed["budget.timesteps"] = budget["timesteps"]
+                else:
+                    fixed["env.frame_skip"] = fs
+                    fixed["budget.timesteps"] = max(int(budget["frames"]) // int(fs), 1)
+                fixed["eval.interval_timesteps"] = budget["eval_interval"]
+                fixed["eval.episodes"] = budget["eval_episodes"]
+                merged = {**fixed, **self.overrides, **spec.get("overrides", {}), **axes}
+                merged["seed"] = spec["seeds"]
+                merged["experiment"] = self.name
+                args = [f"{k}={_fmt(v)}" for k, v in merged.items()]
+                sweeps.append(Sweep(tuple(merge_overrides(args, user_overrides or [])), self.launcher))
+        return sweeps
+
+
+def merge_overrides(base: list[str], extra: list[str]) -> list[str]:
+    """``base`` then ``extra``; an ``extra`` override replaces a ``base`` one with the same key."""
+    keys = {_key(o) for o in extra}
+    return [o for o in base if _key(o) not in keys] + list(extra)
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _fmt(value: Any) -> str:
+    """A Hydra override value; a list becomes a sweep (``a,b,c``)."""
+    if isinstance(value, list):
+        return ",".join(_fmt(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    text = str(value)
+    if re.fullmatch(r"[\w.\-/:${}@]+", text):
+        return text
+    return '"' + text.replace('"', '\\"') + '"'
+
+
+def _shell_quote(arg: str) -> str:
+    return arg if re.fullmatch(r"[\w.\-/:=,@+]+", arg) else "'" + arg.replace("'", "'\\''") + "'"
+
+
+def _game_keys(games: Any) -> list[str]:
+    """Table 2 game names as override-safe keys (``Q*Bert`` -> ``QBert``); ``all``: all 51."""
+    from esbench.envs.atari import ATARI_GAMES
+
+    names = list(ATARI_GAMES) if games == "all" else list(games)
+    return [re.sub(r"[^A-Za-z0-9]+", "", str(n)) for n in names]
+
+
+def _fail(path: Path, msg: str) -> RecipeError:
+    return RecipeError(f"{path.name}: {msg}")
+
+
+def _check_recipe(path: Path, data: Any) -> Recipe:
+    """Validate one recipe file's content; raises :class:`RecipeError` naming the file and key."""
+    from esbench.analysis.report import TARGETS
+
+    if not isinstance(data, dict):
+        raise _fail(path, "a recipe is a mapping")
+    unknown = set(data) - _RECIPE_KEYS
+    if unknown:
+        raise _fail(path, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_RECIPE_KEYS)}")
+    for key in ("description", "report", "scales"):
+        if key not in data:
+            raise _fail(path, f"missing key {key!r}")
+    if data["report"] not in TARGETS:
+        raise _fail(path, f"report={data['report']!r}; allowed: {', '.join(TARGETS)}")
+    launcher = data.get("launcher", "dask")
+    if launcher not in LAUNCHERS:
+        raise _fail(path, f"launcher={launcher!r}; allowed: {', '.join(LAUNCHERS)}")
+    scales = data["scales"]
+    if not isinstance(scales, dict) or set(scales) != set(SCALES):
+        raise _fail(path, f"scales must be exactly {', '.join(SCALES)}")
+    for scale, spec in scales.items():
+        where = f"scales.{scale}"
+        if not isinstance(spec, dict) or set(spec) - _SCALE_KEYS:
+            raise _fail(path, f"{where}: allowed keys {sorted(_SCALE_KEYS)}")
+        seeds = spec.get("seeds")
+        if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
+            raise _fail(path, f"{where}.seeds must be a non-empty list of integers >= 0")
+        budget = spec.get("budget") or {}
+        if set(budget) - _BUDGET_KEYS or ("timesteps" in budget) == ("frames" in budget):
+            raise _fail(path, f"{where}.budget: one of timesteps / frames, plus eval_interval, eval_episodes")
+        for key in ("eval_interval", "eval_episodes", "timesteps", "frames"):
+            if key in budget and not (isinstance(budget[key], int) and budget[key] >= 1):
+                raise _fail(path, f"{where}.budget.{key} must be an integer >= 1")
+            if key in ("eval_interval", "eval_episodes") and key not in budget:
+                raise _fail(path, f"{where}.budget.{key} is missing")
+        sweeps = spec.get("sweeps")
+        if not sweeps or not all(isinstance(s, dict) and "algo" in s for s in sweeps):
+            raise _fail(path, f"{where}.sweeps must be a non-empty list of mappings, each with algo")
+        for s in sweeps:
+            if "games" in s and s.get("env") != "atari":
+                raise _fail(path, f"{where}.sweeps: games needs env: atari")
+    return Recipe(
+        name=path.stem,
+        description=str(data["description"]),
+        report=str(data["report"]),
+        launcher=launcher,
+        overrides=dict(data.get("overrides") or {}),
+        scales={k: dict(v) for k, v in scales.items()},
+        path=path,
+    )
+
+
+def load_recipes(directory: Path = EXPERIMENTS_DIR) -> dict[str, Recipe]:
+    """Every recipe under ``directory``, by name (the file stem), validated."""
+    recipes = {}
+    for path in sorted(directory.glob("*.yaml")):
+        recipes[path.stem] = _check_recipe(path, yaml.safe_load(path.read_text()))
+    return recipes
+
+
+def get_recipe(name: str, directory: Path = EXPERIMENTS_DIR) -> Recipe:
+    """The recipe ``name``; :class:`RecipeError` listing the valid names otherwise."""
+    recipes = load_recipes(directory)
+    if name not in recipes:
+        raise RecipeError(f"unknown recipe {name!r}; allowed: {', '.join(recipes)}, all")
+    return recipes[name]
+
+
+# --- cost estimates -------------------------------------------------------------------------------
+
+STEP_RATES: dict[str, Any] = {
+    # MuJoCo -v5, raw env steps/s in one process with a constant action, measured on the 2-core
+    # development machine (gymnasium 1.x, mujoco 3.x, 4,000 steps each, other jobs running).
+    "mujoco_raw": {
+        "halfcheetah": 23_600,
+        "hopper": 10_400,
+        "walker2d": 7_600,
+        "swimmer": 19_900,
+        "inverted_pendulum": 51_900,
+        "inverted_double_pendulum": 18_600,
+        "ant": 4_500,
+        "humanoid": 2_000,  # DESIGN.md "Facts checked"
+        "cartpole": 50_000,  # assumed, classic control
+    },
+    # ES throughput per core as a fraction of raw (64x64 MLP forward, task overheads); DESIGN.md:
+    # HalfCheetah 11.7k/s with the MLP in the loop against 14k/s raw (0.84).
+    "es_fraction": 0.8,
+    # SB3 on HalfCheetah-v5, one thread, steps/s (DESIGN.md "Facts checked"); MuJoCo cost is
+    # dominated by the updates, so used for every MuJoCo env. DQN: assumed, not measured.
+    "rl": {"trpo": 1_100, "ppo": 850, "a2c": 770, "dqn": 400},
+    # Atari: seconds per agent step = cnn + frame_skip * frame. Emulator ~2.5k agent steps/s at
+    # frame-skip 4 (DESIGN.md: ALE v5 ~2k, brief: 2-3k) -> 1e-4 s/frame; ES CNN ~1.6k steps/s at
+    # frame-skip 4 -> 2.25e-4 s CNN. A2C/PPO/DQN CNN forward+backward on CPU: assumed 2.1e-3 s
+    # (~400 steps/s at frame-skip 4), not measured.
+    "atari_frame_s": 1.0e-4,
+    "atari_cnn_s": {"es": 2.25e-4, "rl": 2.1e-3},
+    "job_overhead_s": 8.0,  # cluster/env/policy start-up, W&B offline init, report I/O per job
+}
+
+
+@dataclass
+class Cost:
+    """Estimated cost of a scale of a recipe."""
+
+    jobs: int
+    timesteps: int
+    core_s: float
+    wall_s: float  # on ``cores`` cores
+    cores: int
+
+
+def _job_cost(job: list[str]) -> tuple[int, float, float]:
+    """(training timesteps, core-seconds, parallelism) of one job from its overrides."""
+    o = {_key(a): a.split("=", 1)[1] for a in job if "=" in a}
+    algo, env = o.get("algo", "openai_es"), o.get("env", "halfcheetah")
+    steps = int(o.get("budget.timesteps", 1_000_000))
+    interval = int(o.get("eval.interval_timesteps", 50_000))
+    episodes = int(o.get("eval.episodes", 5))
+    is_es = algo not in STEP_RATES["rl"]
+    if env == "atari":
+        fs = int(o.get("env.frame_skip", 4))
+        cap = int(o.get("env.max_episode_steps", 27_000))
+        frame = STEP_RATES["atari_frame_s"] * fs
+        train_s = steps * (STEP_RATES["atari_cnn_s"]["es" if is_es else "rl"] + frame)
+        eval_steps = (steps // interval + 1) * episodes * min(cap, 10_000 // fs)
+        eval_s = eval_steps * (STEP_RATES["atari_cnn_s"]["es"] + frame)
+    else:
+        raw = STEP_RATES["mujoco_raw"].get(env, 10_000)
+        es_rate = raw * STEP_RATES["es_fraction"]
+        train_s = steps / (es_rate if is_es else STEP_RATES["rl"].get(algo, 800))
+        eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
+    workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
+    return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], float(workers)
+
+
+def estimate(recipe: Recipe, scale: str, cores: int = 2) -> Cost:
+    """Jobs, timesteps, core-seconds and wall-clock on ``cores`` cores of a recipe's scale."""
+    jobs = [j for sweep in recipe.plan(scale) for j in sweep.jobs()]
+    costs = [_job_cost(j) for j in jobs]
+    core_s = sum(c for _, c, _ in costs)
+    if recipe.launcher == "basic":  # one job at a time, each on its own n_workers
+        wall = sum(c / max(min(w or cores, cores), 1) for _, c, w in costs)
+    else:
+        wall = core_s / cores
+    return Cost(len(jobs), sum(s for s, _, _ in costs), core_s, wall, cores)
+
+
+def _human(seconds: float) -> str:
+    if seconds < 90:
+        return f"{math.ceil(seconds)} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _steps(n: int) -> str:
+    for unit, div in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return str(n)
+
+
+def list_recipes(cores: int = 2, big: int = 64) -> str:
+    """The ``esbench reproduce --list`` text: each recipe, its report, and its cost per scale."""
+    lines = []
+    for name, recipe in load_recipes().items():
+        lines.append(f"{name:<10} {recipe.description}  [report: {recipe.report}]")
+        for scale in SCALES:
+            c = estimate(recipe, scale, cores)
+            big_wall = estimate(recipe, scale, big).wall_s if scale == "paper" else None
+            extra = f", ~{_human(big_wall)} on {big} cores" if big_wall is not None else ""
+            lines.append(
+                f"  {scale:<6} {c.jobs:>4} jobs {_steps(c.timesteps):>7} steps "
+                f"{c.core_s / 3600:>9.2f} core-h  ~{_human(c.wall_s)} on {cores} cores{extra}"
+            )
+    lines.append(
+        "Estimates from measured step rates (esbench.recipes.STEP_RATES): MuJoCo raw rates measured "
+        "here, ES at 0.8 of raw; SB3 TRPO 1.1k, PPO 0.85k, A2C 0.77k steps/s per thread; Atari ES "
+        "~1.6k agent steps/s per core at frame-skip 4, RL on Atari assumed ~0.4k."
+    )
+    return "\n".join(lines)
+
+
+def all_jobs(recipe: Recipe, scale: str) -> list[list[str]]:
+    """Every job of a recipe's scale (for tests and dry runs)."""
+    return list(itertools.chain.from_iterable(s.jobs() for s in recipe.plan(scale)))

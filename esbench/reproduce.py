@@ -1,0 +1,152 @@
+"""``esbench reproduce``: one command per paper table or figure — the sweep, then the report.
+
+    esbench reproduce --list                               recipes and estimated cost per scale
+    esbench reproduce RECIPE|all scale=smoke|mini|paper [results_dir=PATH] [out_dir=PATH]
+                      [allow_partial=true] [--dry-run] [KEY=VALUE ...]
+
+Everything is checked first (recipe, scale, every job's config, the scheduler of
+``cluster=address``); then each of the recipe's sweeps runs on the Dask launcher (jobs already
+complete are skipped, so the same command resumes), then ``esbench.analysis.report.build_report``
+writes ``out_dir/<report>/REPORT.md``. Other ``KEY=VALUE`` overrides (``cluster=address
+cluster.address=tcp://HOST:8786``) apply to every job.
+
+Exit codes: 0 done; 1 a job failed or the report could not be built (the report is still written
+from the complete runs, marked partial); 2 bad usage, recipe, scale or config; 3 the cluster cannot
+be reached.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from esbench.config.validate import ConfigError
+from esbench.recipes import SCALES, Recipe, RecipeError, Sweep, get_recipe, list_recipes, load_recipes
+
+USAGE = (__doc__ or "").strip()
+_OWN_KEYS = ("scale", "out_dir", "allow_partial")
+
+
+def _parse(argv: list[str]) -> tuple[list[str], dict[str, str], list[str], set[str]]:
+    """(recipe names, own options, job overrides, flags). Raises RecipeError on bad usage."""
+    names: list[str] = []
+    opts: dict[str, str] = {}
+    overrides: list[str] = []
+    flags: set[str] = set()
+    for arg in argv:
+        if arg in ("--list", "--dry-run", "--allow-partial"):
+            flags.add(arg)
+        elif arg.startswith("-"):
+            raise RecipeError(f"unknown option {arg!r}; allowed: --list, --dry-run, --allow-partial")
+        elif "=" in arg and arg.split("=", 1)[0] in _OWN_KEYS:
+            key, value = arg.split("=", 1)
+            opts[key] = value
+        elif "=" in arg:
+            overrides.append(arg)
+        else:
+            names.append(arg)
+    return names, opts, overrides, flags
+
+
+def _recipes(names: list[str]) -> list[Recipe]:
+    if len(names) != 1:
+        valid = ", ".join([*load_recipes(), "all"])
+        raise RecipeError(f"give one recipe (or all); allowed: {valid}")
+    if names[0] == "all":
+        return list(load_recipes().values())
+    return [get_recipe(names[0])]
+
+
+def _value(overrides: list[str], key: str, default: str) -> str:
+    for o in reversed(overrides):
+        if o.split("=", 1)[0].lstrip("+~") == key:
+            return o.split("=", 1)[1]
+    return default
+
+
+def _check_cluster(overrides: list[str]) -> None:
+    """Fail fast (ClusterError) when ``cluster=address`` has no scheduler answering."""
+    from esbench.config.compose import compose_run_config
+    from esbench.runtime.cluster import dask_client
+
+    cfg = compose_run_config([o for o in overrides if o.startswith("cluster")])
+    if cfg.cluster.kind == "address":
+        with dask_client(cfg.cluster, quiet=True):
+            pass
+
+
+def _run(sweep: Sweep) -> int:
+    """Run one sweep through Hydra and its launcher; returns the sweep's exit status."""
+    from esbench.sweep import run_sweep
+
+    print(f"esbench: {sweep.command()}", flush=True)
+    try:
+        return run_sweep([f"hydra/launcher={sweep.launcher}", *sweep.overrides])
+    except SystemExit as e:  # Hydra reports its own errors (e.g. the cluster) and exits
+        return int(e.code) if isinstance(e.code, int) else 1
+
+
+def reproduce(recipe: Recipe, scale: str, overrides: list[str], out_dir: str, allow_partial: bool) -> int:
+    """Run one recipe's sweeps at ``scale``, then its report; returns the exit status."""
+    from esbench.analysis.report import build_report
+    from esbench.analysis.stats import IncompleteResultsError
+
+    sweeps = recipe.plan(scale, overrides)
+    failed = 0
+    for sweep in sweeps:
+        failed += _run(sweep) != 0
+    results_dir = _value(overrides, "results_dir", "results/runs")
+    try:
+        path = build_report(
+            recipe.report, results_dir=results_dir, out_dir=out_dir, allow_partial=allow_partial or failed > 0
+        )
+    except (IncompleteResultsError, FileNotFoundError) as e:
+        print(f"esbench: {recipe.name}: report not written: {e}", file=sys.stderr)
+        return 1
+    print(f"esbench: {recipe.name} ({scale}): report written: {path}", flush=True)
+    if failed:
+        print(
+            f"esbench: {recipe.name}: {failed} sweep(s) had failed jobs (report marked partial)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``esbench reproduce ...``; returns the exit status."""
+    from esbench.runtime.cluster import ClusterError
+
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    try:
+        names, opts, overrides, flags = _parse(argv)
+        if "--list" in flags:
+            print(list_recipes())
+            return 0
+        recipes = _recipes(names)
+        scale = opts.get("scale", "")
+        if scale not in SCALES:
+            raise RecipeError(f"scale={scale!r} is unknown; allowed: {', '.join(SCALES)}")
+        allow_partial = "--allow-partial" in flags or opts.get("allow_partial", "false").lower() == "true"
+        plans = [(r, r.plan(scale, overrides)) for r in recipes]
+        if "--dry-run" in flags:
+            for recipe, sweeps in plans:
+                print(f"# {recipe.name} ({scale}) -> esbench report {recipe.report}")
+                print("\n".join(s.command() for s in sweeps))
+            return 0
+        from esbench.sweep import validate_sweep
+
+        n_jobs = sum(len(validate_sweep(list(s.overrides))) for _, sweeps in plans for s in sweeps)
+        print(f"esbench: reproduce {', '.join(r.name for r in recipes)} at scale {scale}: {n_jobs} job(s)")
+        _check_cluster(overrides)
+    except ConfigError as e:
+        print(f"esbench reproduce: error: {e}", file=sys.stderr)
+        return 2
+    except ClusterError as e:
+        print(f"esbench reproduce: error: {e}", file=sys.stderr)
+        return 3
+    status = 0
+    for recipe, _ in plans:
+        status = max(status, reproduce(recipe, scale, overrides, opts.get("out_dir", "paper"), allow_partial))
+    return status

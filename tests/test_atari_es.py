@@ -1,0 +1,162 @@
+"""OpenAI-ES on Atari end to end: the real CLI, a real LocalCluster, real ALE Pong, the VBN CNN.
+
+Smoke scale: 2 antithetic pairs per generation, episodes capped at 150 agent steps (a Pong game
+never ends that early, so every training episode is exactly 150 steps), 2,400 training steps.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from esbench.config.compose import compose_run_config
+from esbench.runner import default_run_id
+from esbench.sweep import expand_sweep
+from esbench.tracking.schema import METRIC_COLUMNS
+from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+
+CAP = 150
+NOOP_MAX = 30
+PONG = [
+    "algo=openai_es",
+    "env=atari",
+    "env.game=Pong",
+    "budget=smoke",
+    *SMALL,
+    "algo.population_size=4",
+    f"env.max_episode_steps={CAP}",
+    "budget.timesteps=2400",
+    "eval.episodes=2",
+    "eval.interval_timesteps=100000",  # evaluate once, at the end
+    "policy.vbn_reference_size=32",
+]
+
+
+def _run(root: Path, frame_skip: int, workers: int) -> Path:
+    esbench(
+        "run", *PONG, f"env.frame_skip={frame_skip}", f"cluster.n_workers={workers}", f"results_dir={root}"
+    )
+    return only_run_dir(root)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three smoke runs shared by the tests: frame-skip 3 on 1 and 2 workers, frame-skip 1."""
+    root = tmp_path_factory.mktemp("atari")
+    return {
+        "fs3_w1": _run(root / "fs3_w1", 3, 1),
+        "fs3_w2": _run(root / "fs3_w2", 3, 2),
+        "fs1_w1": _run(root / "fs1_w1", 1, 1),
+    }
+
+
+@pytest.mark.parametrize(("name", "frame_skip"), [("fs3_w1", 3), ("fs1_w1", 1)])
+def test_smoke_run_counts_agent_steps_and_emulator_frames(
+    runs: dict[str, Path], name: str, frame_skip: int
+) -> None:
+    run_dir = runs[name]
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert tuple(metrics.columns) == METRIC_COLUMNS
+    assert summary["env_id"] == "ALE/Pong-v5" and "ale-pong-v5" in summary["run_id"]
+    assert (metrics["train_task"] == "ALE/Pong-v5").all()
+    steps, frames, episodes = metrics["timesteps"], metrics["frames"], metrics["episodes"]
+    assert (steps == CAP * episodes).all()  # every training episode hit the agent-step cap
+    # frames = sum of per-step frames (frame_skip each) + the 1..noop_max no-ops of each reset
+    assert (frames >= frame_skip * steps + episodes).all()
+    assert (frames <= frame_skip * steps + NOOP_MAX * episodes).all()
+    assert frame_skip <= summary["total_frames"] / summary["total_timesteps"] <= frame_skip + NOOP_MAX / CAP
+    assert summary["total_timesteps"] >= 2400
+    # one final evaluation: 2 deterministic episodes, capped, unclipped Pong scores in [-21, 21]
+    evals = metrics["eval_return_mean"].dropna()
+    assert len(evals) == 1 and -21 <= evals.iloc[0] <= 21
+    assert 0 < metrics["eval_timesteps"].iloc[-1] <= 2 * CAP
+    config = (run_dir / "config.yaml").read_text()
+    assert "id: ALE/Pong-v5" in config and "sigma: 0.005" in config and "clip_rewards: false" in config
+
+
+def test_same_numbers_with_one_and_two_workers(runs: dict[str, Path]) -> None:
+    (m1, s1), (m2, s2) = read_run(runs["fs3_w1"]), read_run(runs["fs3_w2"])
+    pd.testing.assert_frame_equal(m1, m2)
+    assert s1["params_sha256"] == s2["params_sha256"]
+    assert (s1["workers"], s2["workers"]) == (1, 2)
+
+
+def test_unknown_game_fails_before_any_work_with_close_matches(tmp_path: Path) -> None:
+    proc = esbench("run", "env=atari", "env.game=Pongg", f"results_dir={tmp_path}", check=False, timeout=60)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "unknown Atari game 'Pongg': close matches: Pong;" in lines[0] and "Space Invaders" in lines[0]
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["env=atari", "policy.kind=mlp"], "policy.kind='mlp' cannot act on Atari frames"),
+        (["env=hopper", "policy.kind=cnn"], "policy.kind=cnn needs an Atari env"),
+        (["env=atari", "policy.obs_norm=true"], "allowed: policy.obs_norm=false"),
+        (["env=atari", "algo.noise_table_size=600000"], "allowed: algo.noise_table_size >= 677990"),
+    ],
+)
+def test_policy_and_env_mismatch_is_one_clear_error(overrides: list[str], expected: str) -> None:
+    from esbench.config.validate import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        compose_run_config(overrides)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_frame_skip_sweep_composes_to_distinct_runs_with_atari_es_settings() -> None:
+    """The issue's sweep: 4 frame-skips x 3 seeds, each a valid config with its own run id."""
+    args = ["algo=openai_es", "env=atari", "env.game=Pong", "env.frame_skip=1,2,3,4", "seed=0,1,2"]
+    cfgs = [compose_run_config(job) for job in expand_sweep(args)]
+    assert len({default_run_id(c) for c in cfgs}) == 12
+    assert {int(c.env.frame_skip) for c in cfgs} == {1, 2, 3, 4}
+    for c in cfgs:
+        assert c.env.id == "ALE/Pong-v5" and c.policy.kind == "cnn" and not c.policy.obs_norm
+        assert (c.algo.sigma, c.algo.action_noise_std, c.env.clip_rewards) == (0.005, 0.0, False)
+    # the Atari ES settings apply to openai_es only, and only on Atari
+    assert compose_run_config(["env=hopper"]).algo.sigma == 0.02
+    assert compose_run_config(["env=atari", "env.game=space_invaders"]).env.id == "ALE/SpaceInvaders-v5"
+
+
+def test_worker_torch_threads_bound_the_cnn_forward() -> None:
+    """A worker context sets torch's threads; the CNN (acting and the VBN reference pass) uses one core."""
+    code = """
+import time, torch
+from esbench.config.compose import compose_run_config
+from esbench.runtime.worker import RunSpec, get_context
+cfg = compose_run_config(["env=atari", "policy.vbn_reference_size=128", "algo.noise_table_size=1000000"])
+ctx = get_context(RunSpec.from_config(cfg, "threads-check"))
+assert torch.get_num_threads() == 1, torch.get_num_threads()
+obs, _ = ctx.env.reset(seed=0)
+params = ctx.policy.get_params()
+w0, c0 = time.perf_counter(), time.process_time()
+for _ in range(5):
+    ctx.policy.set_params(params)
+for _ in range(200):
+    ctx.policy.act(obs)
+print((time.process_time() - c0) / (time.perf_counter() - w0))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert float(proc.stdout.strip().splitlines()[-1]) < 1.25  # CPU-seconds per second: one thread
+
+
+def test_every_algo_env_specialization_names_an_existing_pair() -> None:
+    """conf/algo_env/<algo>_<env>.yaml applies only if both names exist (a typo would be silent)."""
+    from esbench.config.compose import CONF_DIR
+
+    algos = {p.stem for p in (CONF_DIR / "algo").glob("*.yaml")}
+    envs = {p.stem for p in (CONF_DIR / "env").glob("*.yaml")}
+    pairs = {f"{a}_{e}" for a in algos for e in envs}
+    files = sorted(p.stem for p in (CONF_DIR / "algo_env").glob("*.yaml"))
+    assert "openai_es_atari" in files
+    assert not [f for f in files if f not in pairs], f"no such algo_env pair: {files}"

@@ -1,0 +1,95 @@
+"""The Dask launcher for Hydra: sweeps on a LocalCluster and on real scheduler/worker processes."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from hydra_plugins.esbench_dask_launcher.progress import SweepProgress, format_duration
+from tests.conftest import SMALL, esbench, read_run
+from tests.test_es_run import dask_processes  # noqa: F401  (a real `dask scheduler` + 2 workers)
+
+DASK = ["-m", "hydra/launcher=dask", "env=inverted_pendulum", "budget=smoke", *SMALL, "cluster.n_workers=2"]
+NAN_ENV = ["env.id=esbench/NaNReward-v0", "env.kind=debug"]
+BASES = "+env.kwargs.base_id=InvertedPendulum-v5,NoSuchEnv-v9"  # the second fails at run time only
+
+
+def _summaries(root: Path) -> dict[str, float]:
+    return {str(p.parent.name): p.stat().st_mtime_ns for p in root.rglob("summary.json")}
+
+
+def test_two_job_sweep_then_a_second_invocation_recomputes_nothing(tmp_path: Path) -> None:
+    args = [*DASK, "budget.timesteps=3000", "seed=0,1", "experiment=two", f"results_dir={tmp_path}"]
+    first = esbench("run", *args)
+    assert "Dask launcher: 2 job(s) on 2 worker(s)" in first.stdout
+    assert "2/2 done" in first.stdout and "ETA" in first.stdout
+    before = _summaries(tmp_path / "two")
+    assert len(before) == 2
+    again = esbench("run", *args)
+    assert again.stdout.count("job skipped") == 2
+    assert "2/2 done (2 skipped)" in again.stdout
+    assert _summaries(tmp_path / "two") == before  # nothing rewritten
+
+
+def test_four_es_jobs_on_two_workers_do_not_deadlock(tmp_path: Path) -> None:
+    """All 4 jobs run at once on 2 single-threaded workers: each secedes for its rollouts."""
+    proc = esbench(
+        "run", *DASK, "budget.timesteps=4000", "seed=0,1,2,3", "hydra.launcher.max_concurrent=4",
+        f"results_dir={tmp_path}", timeout=240,
+    )  # fmt: skip
+    assert "4/4 done" in proc.stdout
+    assert "4 running" in proc.stdout
+    assert len(list(tmp_path.rglob("summary.json"))) == 4
+
+
+def test_a_failed_job_is_reported_and_the_others_complete(tmp_path: Path) -> None:
+    proc = esbench(
+        "run", *DASK, *NAN_ENV, "budget.timesteps=2000", BASES,
+        f"results_dir={tmp_path}", check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "job FAILED:" in proc.stderr and "+env.kwargs.base_id=NoSuchEnv-v9" in proc.stderr
+    assert "Traceback" in proc.stderr and "NoSuchEnv" in proc.stderr
+    assert "1 of 2 job(s) failed" in proc.stderr
+    assert len(list(tmp_path.rglob("summary.json"))) == 1
+
+
+def test_sweep_on_real_scheduler_matches_local_cluster(
+    tmp_path: Path,
+    dask_processes: str,  # noqa: F811
+) -> None:
+    sweep = [*DASK, "budget.timesteps=6000", "seed=0,1", "experiment=same"]
+    esbench("run", *sweep, f"results_dir={tmp_path / 'local'}")
+    remote = esbench(
+        "run",
+        *sweep,
+        "cluster=address",
+        f"cluster.address={dask_processes}",
+        f"results_dir={tmp_path / 'remote'}",
+    )
+    assert "on 2 worker(s)" in remote.stdout
+    local_dirs = sorted((tmp_path / "local" / "same").iterdir())
+    remote_dirs = sorted((tmp_path / "remote" / "same").iterdir())
+    assert [d.name for d in local_dirs] == [d.name for d in remote_dirs] and len(local_dirs) == 2
+    for a, b in zip(local_dirs, remote_dirs, strict=True):
+        (ma, sa), (mb, sb) = read_run(a), read_run(b)
+        pd.testing.assert_frame_equal(ma, mb)
+        assert sa["params_sha256"] == sb["params_sha256"]
+
+
+def test_progress_counts_and_eta() -> None:
+    now = [0.0]
+    p = SweepProgress(4, clock=lambda: now[0])
+    assert math.isinf(p.eta()) and "ETA ?" in p.line()
+    assert p.start(0) and p.start(1) and not p.start(1)
+    now[0] = 10.0
+    p.finish(0, "complete", 10.0)
+    p.finish(2, "skipped", 0.1)
+    assert (p.running, p.queued, p.failed, p.skipped) == (1, 1, 0, 1)
+    # job 1 ran 10 s of a mean of 10 s; job 3 queued: 10 s more, one job at a time
+    assert p.eta() == 10.0
+    p.finish(1, "failed", 10.0)
+    assert "3/4 done (1 skipped, 1 failed), 0 running, 1 queued" in p.line()
+    assert format_duration(3725) == "1h02m" and format_duration(65) == "1m05s"

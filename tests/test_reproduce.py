@@ -1,0 +1,151 @@
+"""``esbench reproduce``: recipes, their validation and cost, and one recipe end to end."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from esbench.config.compose import CONF_DIR
+from esbench.recipes import SCALES, RecipeError, all_jobs, get_recipe, load_recipes
+from tests.conftest import esbench
+
+RECIPES = ("table1", "table2", "frameskip", "scaling", "curves")
+
+
+def _have(*configs: str) -> bool:
+    return all((CONF_DIR / f"{c}.yaml").exists() for c in configs)
+
+
+def _needed(recipe: str) -> tuple[str, ...]:
+    return {
+        "table1": ("algo/trpo",),
+        "table2": ("algo/a2c", "env/atari"),
+        "frameskip": ("algo/a2c", "env/atari"),
+        "scaling": (),
+        "curves": ("algo/trpo", "algo/ppo"),
+    }[recipe]
+
+
+def test_every_target_has_a_recipe_with_three_scales() -> None:
+    recipes = load_recipes()
+    assert sorted(recipes) == sorted(RECIPES)
+    for name, recipe in recipes.items():
+        assert recipe.report == name
+        for scale in SCALES:
+            jobs = all_jobs(recipe, scale)
+            assert jobs, (name, scale)
+            assert all(f"experiment={name}" in j for j in jobs)
+            assert all(f"budget={scale}" in j for j in jobs)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_smoke_and_mini_jobs_compose_and_validate(name: str) -> None:
+    if not _have(*_needed(name)):
+        pytest.skip(f"{name} needs {_needed(name)}, not there yet")
+    from esbench.sweep import validate_sweep
+
+    for scale in ("smoke", "mini"):
+        for sweep in get_recipe(name).plan(scale):
+            validate_sweep(list(sweep.overrides))
+
+
+def test_table2_paper_sweeps_all_51_games_and_frameskip_budgets_are_equal_frames() -> None:
+    from esbench.envs.atari import ATARI_GAMES
+
+    jobs = all_jobs(get_recipe("table2"), "paper")
+    games = {o.split("=", 1)[1] for j in jobs for o in j if o.startswith("env.game=")}
+    assert len(games) == len(ATARI_GAMES) == 51
+    for job in all_jobs(get_recipe("frameskip"), "mini"):
+        o = dict(a.split("=", 1) for a in job)
+        assert 0 <= 400_000 - int(o["budget.timesteps"]) * int(o["env.frame_skip"]) < int(o["env.frame_skip"])
+
+
+def test_scaling_runs_get_distinct_run_ids_per_worker_count() -> None:
+    recipe = get_recipe("scaling")
+    assert recipe.launcher == "basic"
+    jobs = all_jobs(recipe, "smoke")
+    assert sorted(o for j in jobs for o in j if o.startswith("cluster.n_workers=")) == [
+        "cluster.n_workers=1",
+        "cluster.n_workers=2",
+    ]
+    from esbench.config.compose import compose_run_config
+
+    run_ids = sorted(compose_run_config(j).run_id for j in jobs)
+    assert run_ids == ["openai_es-inverted_pendulum-w1-s0", "openai_es-inverted_pendulum-w2-s0"]
+
+
+def test_user_overrides_replace_the_recipes() -> None:
+    (sweep,) = get_recipe("scaling").plan("smoke", ["seed=7", "results_dir=/x"])
+    assert "seed=7" in sweep.overrides and "seed=0" not in sweep.overrides
+    assert sweep.overrides[-1] == "results_dir=/x"
+
+
+def test_bad_recipe_files_fail_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("description: x\nreport: table1\nscales: {smoke: {}}\n")
+    with pytest.raises(RecipeError, match=r"bad\.yaml: scales must be exactly smoke, mini, paper"):
+        load_recipes(tmp_path)
+    (tmp_path / "bad.yaml").write_text("description: x\nreport: nope\nscales: {}\n")
+    with pytest.raises(RecipeError, match="report='nope'"):
+        load_recipes(tmp_path)
+
+
+def test_list_shows_every_recipe_with_cost_per_scale() -> None:
+    out = esbench("reproduce", "--list").stdout
+    for name in RECIPES:
+        assert name in out
+    assert out.count(" jobs ") == 3 * len(RECIPES)
+    assert "core-h" in out and "on 2 cores" in out and "steps/s" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["tabel1", "scale=smoke"],
+            "unknown recipe 'tabel1'; allowed: curves, frameskip, scaling, table1, table2, all",
+        ),
+        (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper"),
+        (["table1"], "scale='' is unknown; allowed: smoke, mini, paper"),
+    ],
+)
+def test_unknown_recipe_or_scale_exits_2_with_one_line(args: list[str], expected: str) -> None:
+    proc = esbench("reproduce", *args, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"esbench reproduce: error: {expected}"]
+
+
+def test_unreachable_scheduler_fails_fast_with_advice(tmp_path: Path) -> None:
+    start = time.time()
+    proc = esbench(
+        "reproduce", "scaling", "scale=smoke", "cluster=address", "cluster.address=tcp://127.0.0.1:9",
+        "cluster.connect_timeout_s=2", f"results_dir={tmp_path}", check=False,
+    )  # fmt: skip
+    assert proc.returncode == 3
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "dask scheduler" in proc.stderr and "dask worker" in proc.stderr
+    assert time.time() - start < 60
+    assert not list(tmp_path.rglob("summary.json"))
+
+
+def test_reproduce_table1_smoke_end_to_end(tmp_path: Path) -> None:
+    if not _have("algo/trpo"):
+        pytest.skip("TRPO baseline not there yet")
+    args = ["table1", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
+    proc = esbench("reproduce", *args, timeout=500)
+    report = tmp_path / "paper" / "table1" / "REPORT.md"
+    assert report.exists() and f"report written: {report}" in proc.stdout
+    assert len(list((tmp_path / "runs" / "table1").rglob("summary.json"))) == 2
+    assert "smoke" in report.read_text()
+
+
+@pytest.mark.slow
+def test_reproduce_all_smoke(tmp_path: Path) -> None:
+    missing = [r for r in RECIPES if not _have(*_needed(r))]
+    if missing:
+        pytest.skip(f"recipes waiting for their configs: {missing}")
+    args = ["all", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
+    esbench("reproduce", *args, timeout=1800)
+    for name in RECIPES:
+        assert (tmp_path / "paper" / name / "REPORT.md").exists(), name
