@@ -35,7 +35,7 @@ class EpisodeJob:
 class _Slot:
     """The live state of one environment's current episode."""
 
-    __slots__ = ("frames", "index", "job", "length", "noise", "observations", "ret")
+    __slots__ = ("frames", "index", "job", "length", "observations", "ret")
 
     def __init__(self, index: int, job: EpisodeJob, frames: int) -> None:
         self.index = index
@@ -43,7 +43,6 @@ class _Slot:
         self.ret = 0.0
         self.length = 0
         self.frames = frames
-        self.noise: np.ndarray | None = None
         self.observations: list[np.ndarray] | None = [] if job.collect_obs else None
 
 
@@ -61,6 +60,11 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
     continuous = isinstance(envs[0].action_space, gym.spaces.Box)
     act_shape: tuple[int, ...] = tuple(envs[0].action_space.shape or ()) if continuous else ()
     obs_buf = np.zeros((batch, policy.t.obs_dim), np.float32)
+    # Action noise, vectorized over slots: slot b's current block of draws and its step counter.
+    noise_blocks = np.zeros((batch, _NOISE_BLOCK, *act_shape), np.float32)
+    noisy = np.zeros(batch, bool)
+    steps = np.zeros(batch, np.int64)
+    rows = np.arange(batch)
     results: list[Episode | None] = [None] * len(jobs)
     queue = deque(enumerate(jobs))
     slots: list[_Slot | None] = [None] * batch
@@ -68,6 +72,7 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
     def start(b: int) -> None:
         if not queue:
             slots[b] = None
+            noisy[b] = False
             return
         index, job = queue.popleft()
         policy.set_slot(b, job.params)
@@ -77,33 +82,44 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
         if slot.observations is not None:
             slot.observations.append(np.asarray(obs, np.float64).ravel())
         slots[b] = slot
+        noisy[b] = continuous and job.noise is not None and job.noise[1] > 0
+        steps[b] = 0
+
+    def live_noise(b: int) -> tuple[np.random.Generator, float]:
+        slot = slots[b]
+        assert slot is not None and slot.job.noise is not None
+        return slot.job.noise
 
     for b in range(batch):
         start(b)
-    while any(s is not None for s in slots):
+    noise_mask = noisy.reshape(-1, *([1] * len(act_shape)))  # a view: follows ``noisy``
+    live = [(b, s) for b, s in enumerate(slots) if s is not None]
+    while live:
         actions = policy.act(obs_buf)
-        for b in range(batch):
-            slot = slots[b]
-            if slot is None:
-                continue
-            action = actions[b]
-            if continuous and slot.job.noise is not None and slot.job.noise[1] > 0:
-                k = slot.length % _NOISE_BLOCK
-                if k == 0:
-                    rng, std = slot.job.noise
-                    slot.noise = std * rng.standard_normal((_NOISE_BLOCK, *act_shape)).astype(np.float32)
-                action = action + slot.noise[k]  # type: ignore[index]
-            obs, reward, terminated, truncated, info = envs[b].step(action if continuous else int(action))
+        if noisy.any():
+            k = steps % _NOISE_BLOCK
+            for j in np.flatnonzero(noisy & (k == 0)).tolist():
+                rng, std = live_noise(j)
+                noise_blocks[j] = std * rng.standard_normal((_NOISE_BLOCK, *act_shape)).astype(np.float32)
+            np.add(actions, noise_blocks[rows, k], out=actions, where=noise_mask)
+        steps += 1
+        ended = False
+        for b, slot in live:
+            action = actions[b] if continuous else int(actions[b])
+            obs, reward, terminated, truncated, info = envs[b].step(action)
             slot.ret += float(reward)
             slot.length += 1
-            slot.frames += int(info.get("frames", 1))
+            slot.frames += info.get("frames", 1)
             if terminated or truncated:
                 results[slot.index] = _finish(slot)
                 start(b)
+                ended = True
             else:
                 obs_buf[b] = obs
                 if slot.observations is not None:
                     slot.observations.append(np.asarray(obs, np.float64).ravel())
+        if ended:
+            live = [(b, s) for b, s in enumerate(slots) if s is not None]
     return results  # type: ignore[return-value]
 
 
