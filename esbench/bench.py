@@ -293,7 +293,14 @@ def main(argv: list[str]) -> int:
     if what in ("baselines", "all"):
         from esbench.baselines.bench import bench_baselines
 
-        results["baselines"] = [*bench_baselines(), _es_one_core_row(results.get("mujoco"))]
+        results["baselines"] = [
+            *bench_baselines(),
+            _es_one_core_row(results.get("mujoco")),
+            # Atari: the A3C CNN forward + backward on CPU dominates; 2,000 agent steps each.
+            *bench_baselines(
+                timesteps=2_000, algos=("a2c", "ppo"), env_overrides=["env=atari", "env.game=Pong"]
+            ),
+        ]
         print("\n" + markdown_rows(results["baselines"]))
     if what in ("atari", "all"):
         from esbench.envs.atari_bench import bench_atari

@@ -86,7 +86,7 @@ def _setup_logging() -> None:
     level = os.environ.get("ESBENCH_LOGLEVEL", "INFO").upper()
     logging.basicConfig(level=logging.WARNING, format="esbench: %(levelname)s: %(message)s")
     logging.getLogger("esbench").setLevel(level)
-    for noisy in ("distributed", "dask", "bokeh", "tornado"):
+    for noisy in ("distributed", "dask", "bokeh", "tornado", "fontTools", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

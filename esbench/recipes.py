@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,6 +294,12 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
         eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
     workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
     return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], float(workers)
+
+
+def estimated_core_seconds(overrides: Sequence[str]) -> float:
+    """Estimated core-seconds of one job from its override strings (``algo=``, ``env=``,
+    ``budget.timesteps=``, ...): a relative weight for a sweep's ETA, priced by :data:`STEP_RATES`."""
+    return _job_cost(list(overrides))[1]
 
 
 def estimate(recipe: Recipe, scale: str, cores: int = 2) -> Cost:

@@ -110,3 +110,36 @@ def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
     path_report = build_report(str(runs / "scaling"), runs, tmp_path / "paper")
     assert path_report.parent.name == "scaling_curves"
     assert "No claim of the paper" in path_report.read_text()
+
+
+def _claim_rows(ratios, censored, bounds):
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "env_name": "Swimmer",
+            "progress_fraction": [0.25, 0.5, 0.75, 1.0],
+            "ratio": ratios,
+            "censored": censored,
+            "ratio_bound": bounds,
+            "ratio_text": ["x"] * 4,
+            "paper_ratio": [0.56, 0.47, 0.53, 0.3],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("ratios", "censored", "bounds", "verdict"),
+    [
+        ([0.5, 0.6, 0.7, 0.9], [False] * 4, [np.nan] * 4, "| supported |"),
+        ([0.5, 0.6, 0.7, 1.5], [False] * 4, [np.nan] * 4, "| not supported |"),
+        ([0.5, 0.6, 0.7, np.nan], [False, False, False, True], [np.nan] * 3 + [1.2], "| not supported |"),
+        ([0.5, 0.6, 0.7, np.nan], [False, False, False, True], [np.nan] * 3 + [0.8], "| inconclusive |"),
+        ([np.nan] * 4, [False] * 4, [np.nan] * 4, "| inconclusive |"),  # TRPO made no progress
+    ],
+)
+def test_easy_task_claim_verdicts(ratios, censored, bounds, verdict) -> None:
+    from esbench.analysis.report import _table1_claim
+
+    row = _table1_claim("Swimmer-v5", _claim_rows(ratios, censored, bounds))
+    assert row.endswith(verdict), row

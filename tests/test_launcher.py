@@ -93,3 +93,27 @@ def test_progress_counts_and_eta() -> None:
     p.finish(1, "failed", 10.0)
     assert "3/4 done (1 skipped, 1 failed), 0 running, 1 queued" in p.line()
     assert format_duration(3725) == "1h02m" and format_duration(65) == "1m05s"
+
+
+def test_weighted_eta_prices_slow_jobs_by_their_estimated_cost() -> None:
+    """Cheap ES jobs finishing first must not make a sweep of slow TRPO jobs look nearly done."""
+    now = [0.0]
+    p = SweepProgress(3, clock=lambda: now[0], weights={0: 1.0, 1: 10.0, 2: 10.0})
+    p.start(0)
+    now[0] = 5.0
+    p.finish(0, "complete", 5.0)  # 5 s per unit of weight
+    p.start(1)
+    now[0] = 15.0  # job 1 has run 10 s of its expected 50; job 2 (50 s) is queued
+    assert p.eta() == (40.0 + 50.0) / 1
+    unweighted = SweepProgress(3, clock=lambda: now[0])
+    unweighted.finish(0, "complete", 5.0)
+    assert unweighted.eta() == 10.0  # mean-duration pricing: 2 jobs x 5 s
+
+
+def test_job_weights_follow_algorithm_and_budget() -> None:
+    from esbench.recipes import estimated_core_seconds
+
+    es = estimated_core_seconds(["algo=openai_es", "env=hopper", "budget.timesteps=200000"])
+    trpo = estimated_core_seconds(["algo=trpo", "env=hopper", "budget.timesteps=200000"])
+    trpo_long = estimated_core_seconds(["algo=trpo", "env=hopper", "budget.timesteps=400000"])
+    assert trpo > 3 * es and trpo_long > 1.8 * trpo

@@ -30,6 +30,7 @@ from esbench.analysis.stats import check_seeds, mean_ci, partial_keys
 from esbench.analysis.table1 import load_mujoco_reference, table1, write_table1
 from esbench.analysis.table2 import count_wins, load_atari_reference, table2, write_table2
 from esbench.analysis.tables import fmt_num, write_table
+from esbench.analysis.time_to_score import time_to_common_score, write_time_to_score
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
 TARGETS: tuple[str, ...] = ("table1", "table2", "frameskip", "scaling", "curves")
@@ -180,12 +181,14 @@ def _table1_claim(env_id: str, env: pd.DataFrame) -> str:
     limit = 10.0 if hard else 1.0
     rows = env if hard else env.iloc[-1:]  # hard: every fraction; easy: TRPO's full progress
     cens = rows[rows["censored"]]
+    measured = rows["ratio"].dropna()  # NaN and not censored: TRPO made no progress to measure against
+    ok: bool | None
     if len(cens) and (cens["ratio_bound"] >= limit).any():
-        ok: bool | None = False
-    elif len(cens):
-        ok = None  # ES stopped before the target: the ratio could still be below the limit
+        ok = False
+    elif len(cens) or measured.empty:
+        ok = None  # ES stopped before the target (the ratio could still be below the limit), or no ratio
     else:
-        ok = bool((rows["ratio"] < limit).all()) if hard else bool((rows["ratio"] <= limit).all())
+        ok = bool((measured < limit).all()) if hard else bool((measured <= limit).all())
     ours = ", ".join(f"{round(100 * r.progress_fraction)}%: {r.ratio_text}" for r in env.itertuples())
     paper = ", ".join(fmt_num(v, 3) for v in env["paper_ratio"]) if env["paper_ratio"].notna().any() else "—"
     if hard:
@@ -210,6 +213,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
     )
     for env_id, env in table.groupby("env_id", sort=True):
         sec.claims.append(_table1_claim(str(env_id), env))
+    sec.body += _section_time_to_score(results, root).body
     return sec
 
 
@@ -308,8 +312,24 @@ def _section_scaling(results: Results, root: Path, rng: np.random.Generator, par
     return sec
 
 
+def _section_time_to_score(results: Results, root: Path) -> Section:
+    """The wall-clock comparison: time each algorithm needs to reach the score all of them reach."""
+    sec = Section()
+    table = time_to_common_score(results.curves)
+    if table.empty:
+        return sec
+    sec.body.append(
+        "## Time to a common score\n\n"
+        "The paper's wall-clock argument: ES takes more timesteps than TRPO but, spread over "
+        "workers, less time. Per environment, the score every algorithm's mean curve reaches, "
+        "and the median timesteps and seconds to first reach it.\n\n"
+        + _table_md(write_time_to_score(table, root / "tables"), root)
+    )
+    return sec
+
+
 def _section_curves(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
-    return Section()
+    return _section_time_to_score(results, root)
 
 
 _SECTIONS: dict[str, tuple[Sequence[str], Callable[[Results, Path, np.random.Generator, set], Section]]] = {

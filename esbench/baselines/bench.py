@@ -16,6 +16,7 @@ import torch
 from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.config.compose import compose_run_config
+from esbench.envs.factory import resolved_env_id
 
 ENV_GROUPS = {
     "HalfCheetah-v5": "halfcheetah",
@@ -25,15 +26,26 @@ ENV_GROUPS = {
 
 
 def bench_baselines(
-    env_id: str = "HalfCheetah-v5", timesteps: int = 10_000, algos: tuple[str, ...] = ("trpo", "a2c", "ppo")
+    env_id: str = "HalfCheetah-v5",
+    timesteps: int = 10_000,
+    algos: tuple[str, ...] = ("trpo", "a2c", "ppo"),
+    env_overrides: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per algorithm: ``algo, env_id, timesteps, wall_s, cpu_s, steps_per_s, torch_threads``."""
+    """One row per algorithm: ``algo, env_id, timesteps, wall_s, cpu_s, steps_per_s, torch_threads``.
+
+    Args:
+        env_id: Gymnasium id (its conf/env group where esbench has one, for its wrappers).
+        timesteps: Training budget of each measurement.
+        algos: Algorithms to measure.
+        env_overrides: Config overrides naming the environment instead of ``env_id`` (e.g.
+            ``["env=atari", "env.game=Pong"]``).
+    """
     group = ENV_GROUPS.get(env_id)
-    env_override = f"env={group}" if group else f"env.id={env_id}"
+    env_args = env_overrides or [f"env={group}" if group else f"env.id={env_id}"]
     torch.set_num_threads(1)
     rows = []
     for algo in algos:
-        cfg = compose_run_config([f"algo={algo}", env_override, "tracker=none"])
+        cfg = compose_run_config([f"algo={algo}", *env_args, "tracker=none"])
         hp = resolve_hparams(cfg)
         venv = make_training_env(cfg, hp)
         model = build_model(cfg, hp, venv)
@@ -44,7 +56,7 @@ def bench_baselines(
         rows.append(
             {
                 "algo": algo,
-                "env_id": env_id,
+                "env_id": resolved_env_id(cfg.env),
                 "timesteps": int(model.num_timesteps),
                 "wall_s": wall,
                 "cpu_s": cpu,

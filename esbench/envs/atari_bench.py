@@ -239,7 +239,7 @@ def bench_atari(
     rows = []
     for w in workers:
         per_gen_s = population_size * mean_len / (profile["agent_steps_per_s"] * w)
-        generations = max(4, math.ceil(seconds / per_gen_s))
+        generations = max(6, math.ceil(seconds / per_gen_s))  # steady: >= 4 generations
         rows.append(es_atari_throughput(w, generations, game, frame_skip, max_episode_steps, population_size))
     base = rows[0]["steady_frames_per_s"]
     return {

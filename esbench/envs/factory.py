@@ -9,13 +9,40 @@ close matches in the error message.
 from __future__ import annotations
 
 import difflib
+import logging
 from typing import Any
 
 import gymnasium as gym
 
 from esbench.envs.debug import register_debug_envs
 
+log = logging.getLogger(__name__)
+
 _REGISTERED = False
+_MUJOCO_WARNED: set[str] = set()
+# Gymnasium's own half_cheetah.xml uses this attribute; nothing a user can act on.
+_MUJOCO_ASSET_NOISE = ("'settotalmass' is deprecated",)
+
+
+def _mujoco_warning(message: str) -> None:
+    """MuJoCo's C warnings, through logging and once per distinct message per process.
+
+    MuJoCo's default handler prints every warning to the terminal, once per model compiled: a
+    sweep of HalfCheetah runs printed the same asset deprecation hundreds of times.
+    """
+    if message in _MUJOCO_WARNED:
+        return
+    _MUJOCO_WARNED.add(message)
+    known_noise = any(fragment in message for fragment in _MUJOCO_ASSET_NOISE)
+    log.log(logging.DEBUG if known_noise else logging.WARNING, "MuJoCo: %s", message)
+
+
+def _route_mujoco_warnings() -> None:
+    try:
+        import mujoco
+    except ImportError:  # pragma: no cover - mujoco is a dependency
+        return
+    mujoco.set_mju_user_warning(_mujoco_warning)
 
 
 def _ensure_registered() -> None:
@@ -30,6 +57,7 @@ def _ensure_registered() -> None:
     except ImportError:  # pragma: no cover - ale-py is a dependency
         pass
     register_debug_envs()
+    _route_mujoco_warnings()
     _REGISTERED = True
 
 

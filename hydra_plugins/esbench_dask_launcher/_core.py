@@ -163,6 +163,13 @@ def launch(
         raise SweepClusterError(str(e)) from None
 
 
+def _job_weights(jobs: list[tuple[int, list[str]]]) -> dict[int, float]:
+    """Each job's estimated core-seconds (its relative cost for the sweep's ETA)."""
+    from esbench.recipes import estimated_core_seconds
+
+    return {idx: estimated_core_seconds(overrides) for idx, overrides in jobs}
+
+
 def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[str]]]) -> list[JobReturn]:
     from distributed import wait
 
@@ -186,7 +193,7 @@ def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[
     )
     for idx, overrides in jobs:
         log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
-    progress = SweepProgress(len(jobs))
+    progress = SweepProgress(len(jobs), weights=_job_weights(jobs))
     pending = deque(jobs)
     running: dict[Any, tuple[int, list[str]]] = {}
     returns: dict[int, JobReturn] = {}

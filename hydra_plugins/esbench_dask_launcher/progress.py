@@ -24,13 +24,19 @@ class SweepProgress:
     Attributes:
         total: Jobs in the sweep.
         clock: Time source (seconds); injectable for tests.
+        weights: Relative expected cost of each job index (e.g. estimated core-seconds); the ETA
+            prices the jobs left at the measured seconds per unit of weight, so a sweep that
+            finishes its cheap ES jobs first does not promise to end in minutes. Jobs without a
+            weight count as 1 (every job alike when none is given).
     """
 
     total: int
     clock: object = time.monotonic
+    weights: dict[int, float] = field(default_factory=dict)
     started_at: dict[int, float] = field(default_factory=dict)
     finished: dict[int, str] = field(default_factory=dict)
     durations: list[float] = field(default_factory=list)
+    done_weight: float = 0.0
 
     def _now(self) -> float:
         return float(self.clock())  # type: ignore[operator]
@@ -48,6 +54,10 @@ class SweepProgress:
         self.finished[idx] = status
         if status == "complete":
             self.durations.append(float(seconds))
+            self.done_weight += self._weight(idx)
+
+    def _weight(self, idx: int) -> float:
+        return float(self.weights.get(idx, 1.0))
 
     @property
     def running(self) -> int:
@@ -66,20 +76,29 @@ class SweepProgress:
         return self.total - len(self.finished) - self.running
 
     def eta(self) -> float:
-        """Seconds until the sweep ends: queued and running jobs at the mean measured duration.
+        """Seconds until the sweep ends: queued and running jobs priced at the measured seconds
+        per unit of weight (the mean duration when jobs are unweighted).
 
         Jobs run ``max(running, 1)`` at a time; a running job is credited with the time it has
         already run. ``inf`` until one job has done real work (skipped jobs do not count).
+        Queued jobs are those never started: indices ``0 .. total-1`` not seen yet.
         """
         if len(self.finished) == self.total:
             return 0.0
-        if not self.durations:
+        if not self.durations or self.done_weight <= 0:
             return math.inf
-        mean = sum(self.durations) / len(self.durations)
+        per_weight = sum(self.durations) / self.done_weight
         now = self._now()
-        left_running = sum(max(mean - (now - t), 0.0) for t in self.started_at.values())
+        left_running = sum(
+            max(per_weight * self._weight(i) - (now - t), 0.0) for i, t in self.started_at.items()
+        )
+        seen = self.started_at.keys() | self.finished.keys()
+        if self.weights:
+            queued_weight = sum(w for i, w in self.weights.items() if i not in seen)
+        else:
+            queued_weight = float(self.queued)
         width = max(self.running, 1)
-        return (left_running + self.queued * mean) / width
+        return (left_running + queued_weight * per_weight) / width
 
     def line(self) -> str:
         """One console line: ``sweep: 3/8 done (1 failed), 2 running, 3 queued, ETA 4m10s``."""
