@@ -15,7 +15,6 @@ copy, so its proportional set size (PSS) holds table/workers of it, not a whole 
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import resource
@@ -303,10 +302,10 @@ def main(argv: list[str]) -> int:
         ]
         print("\n" + markdown_rows(results["baselines"]))
     if what in ("atari", "all"):
-        from esbench.envs.atari_bench import bench_atari
+        from esbench.envs.atari_bench import bench_atari, format_atari_bench
 
         results["atari"] = bench_atari()
-        print("\n" + json.dumps(results["atari"], indent=2))
+        print("\n" + format_atari_bench(results["atari"]))
     path = OUT_DIR / f"bench-{what}.json"
     atomic_write_json(path, results)
     print(f"\nesbench: benchmark written to {path}")

@@ -248,15 +248,18 @@ STEP_RATES: dict[str, Any] = {
     # ES throughput per core as a fraction of raw (64x64 MLP forward, task overheads); DESIGN.md:
     # HalfCheetah 11.7k/s with the MLP in the loop against 14k/s raw (0.84).
     "es_fraction": 0.8,
-    # SB3 on HalfCheetah-v5, one thread, steps/s (DESIGN.md "Facts checked"); MuJoCo cost is
-    # dominated by the updates, so used for every MuJoCo env. DQN: assumed, not measured.
-    "rl": {"trpo": 1_100, "ppo": 850, "a2c": 770, "dqn": 400},
+    # SB3 on MuJoCo, one thread, steps/s; the cost is dominated by the updates, so one rate for
+    # every MuJoCo env. Measured in the mini runs here (two jobs at once on 2 cores): TRPO, 18
+    # table1 runs (mean 1.58k) and 6 curves runs (2.03k) -> 1.7k; PPO 6 curves runs, 1.50-1.52k;
+    # A2C 6 curves runs, 1.13-1.26k. DQN: assumed, not measured.
+    "rl": {"trpo": 1_700, "ppo": 1_500, "a2c": 1_200, "dqn": 400},
     # Atari: seconds per agent step = cnn + frame_skip * frame. Emulator ~2.5k agent steps/s at
     # frame-skip 4 (DESIGN.md: ALE v5 ~2k, brief: 2-3k) -> 1e-4 s/frame; ES CNN ~1.6k steps/s at
-    # frame-skip 4 -> 2.25e-4 s CNN. A2C/PPO/DQN CNN forward+backward on CPU: assumed 2.1e-3 s
-    # (~400 steps/s at frame-skip 4), not measured.
+    # frame-skip 4 -> 2.25e-4 s CNN. RL CNN forward+backward on CPU: measured for A2C in the
+    # table2 mini runs (5 games, 250k agent steps at frame-skip 4, two jobs at once on 2 cores:
+    # 550-720 steps/s, mean ~640 -> 1.56e-3 s/step - 4e-4 s of frames); PPO and DQN assumed alike.
     "atari_frame_s": 1.0e-4,
-    "atari_cnn_s": {"es": 2.25e-4, "rl": 2.1e-3},
+    "atari_cnn_s": {"es": 2.25e-4, "rl": 1.15e-3},
     "job_overhead_s": 8.0,  # cluster/env/policy start-up, W&B offline init, report I/O per job
 }
 
@@ -346,8 +349,8 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
             )
     lines.append(
         "Estimates from measured step rates (esbench.recipes.STEP_RATES): MuJoCo raw rates measured "
-        "here, ES at 0.8 of raw; SB3 TRPO 1.1k, PPO 0.85k, A2C 0.77k steps/s per thread; Atari ES "
-        "~1.6k agent steps/s per core at frame-skip 4, RL on Atari assumed ~0.4k."
+        "here, ES at 0.8 of raw; SB3 TRPO 1.7k, PPO 1.5k, A2C 1.2k steps/s per thread; Atari ES "
+        "~1.6k agent steps/s per core at frame-skip 4, A2C on Atari ~0.64k (measured)."
     )
     return "\n".join(lines)
 

@@ -143,3 +143,21 @@ def test_easy_task_claim_verdicts(ratios, censored, bounds, verdict) -> None:
 
     row = _table1_claim("Swimmer-v5", _claim_rows(ratios, censored, bounds))
     assert row.endswith(verdict), row
+
+
+def test_an_algorithm_that_never_beats_its_first_evaluation_is_flat() -> None:
+    import pandas as pd
+
+    from esbench.analysis.report import _improved
+
+    curves = pd.DataFrame(
+        {
+            "run_id": ["a", "a", "a", "b", "b"],
+            "algo": ["a2c", "a2c", "a2c", "openai_es", "openai_es"],
+            "env_id": ["ALE/Pong-v5"] * 5,
+            "timesteps": [100, 200, 300, 100, 200],
+            "eval_return_mean": [-21.0, -21.0, -21.0, -21.0, -20.0],
+        }
+    )
+    assert not _improved(curves, "a2c", "ALE/Pong-v5")
+    assert _improved(curves, "openai_es", "ALE/Pong-v5")

@@ -160,3 +160,31 @@ def test_every_algo_env_specialization_names_an_existing_pair() -> None:
     files = sorted(p.stem for p in (CONF_DIR / "algo_env").glob("*.yaml"))
     assert "openai_es_atari" in files
     assert not [f for f in files if f not in pairs], f"no such algo_env pair: {files}"
+
+
+def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
+    from esbench.envs.atari_bench import format_atari_bench
+
+    result = {
+        "env_id": "ALE/Pong-v5",
+        "frame_skip": 4,
+        "cpu_count": 2,
+        "raw": {"agent_steps_per_s": 2500.0, "frames_per_s": 10000.0},
+        "profile": {
+            "agent_steps_per_s": 1000.0,
+            "frames_per_s": 4000.0,
+            "act_share": 0.3,
+            "act_ms": 0.2,
+            "env_share": 0.65,
+            "set_params_share": 0.05,
+        },
+        "es": [
+            {"workers": 1, "steady_steps_per_s": 900.0, "steady_frames_per_s": 3600.0, "generations": 6},
+            {"workers": 2, "steady_steps_per_s": 1700.0, "steady_frames_per_s": 6800.0, "generations": 11},
+        ],
+        "speedup": {1: 1.0, 2: 6800.0 / 3600.0},
+    }
+    table = format_atari_bench(result)
+    assert "0.36 of raw ALE x workers (10,000 frames/s)" in table
+    assert "1.89x of 1 worker; 0.34 of raw ALE x workers (20,000 frames/s)" in table
+    assert "CNN act 30%" in table

@@ -252,3 +252,30 @@ def bench_atari(
         "es": rows,
         "speedup": {r["workers"]: r["steady_frames_per_s"] / base for r in rows},
     }
+
+
+def format_atari_bench(result: dict[str, Any]) -> str:
+    """The Atari benchmark as Markdown: the one-process rates, then ES per worker count."""
+    raw, prof = result["raw"], result["profile"]
+    lines = [
+        f"ES on {result['env_id']} at frame-skip {result['frame_skip']} ({result['cpu_count']} cores)",
+        "",
+        "| measurement | agent steps/s | frames/s | notes |",
+        "|---|---|---|---|",
+        f"| raw ALE, random actions, one process | {raw['agent_steps_per_s']:,.0f} | "
+        f"{raw['frames_per_s']:,.0f} | |",
+        f"| ES rollout, one process (CNN policy) | {prof['agent_steps_per_s']:,.0f} | "
+        f"{prof['frames_per_s']:,.0f} | CNN act {prof['act_share']:.0%} of the time "
+        f"({prof['act_ms']:.2f} ms/step), emulator {prof['env_share']:.0%}, "
+        f"set params {prof['set_params_share']:.0%} |",
+    ]
+    for row in result["es"]:
+        speedup = result["speedup"][row["workers"]]
+        limit = raw["frames_per_s"] * row["workers"]
+        lines.append(
+            f"| ES, {row['workers']} worker(s), steady | {row['steady_steps_per_s']:,.0f} | "
+            f"{row['steady_frames_per_s']:,.0f} | {speedup:.2f}x of 1 worker; "
+            f"{row['steady_frames_per_s'] / limit:.2f} of raw ALE x workers ({limit:,.0f} frames/s); "
+            f"{row['generations']} generations |"
+        )
+    return "\n".join(lines)

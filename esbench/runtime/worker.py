@@ -9,6 +9,8 @@ O(parameters) travels except a snapshot for a worker that cannot catch up by rep
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 import time
 from collections import OrderedDict
@@ -159,6 +161,19 @@ def initial_state(policy: Policy, strategy: Strategy, seed: int) -> TrainerState
 
 _CONTEXTS: OrderedDict[str, RunContext] = OrderedDict()
 _MAX_CONTEXTS = 4  # runs whose tasks may interleave on one worker (a sweep sharing a cluster)
+
+
+@atexit.register
+def _release_contexts() -> None:
+    """Close every cached context's environments before the interpreter tears modules down.
+
+    ALE's nanobind bindings report each ``ALEInterface`` still alive at shutdown as a leak (a
+    screenful of warnings when a Dask worker exits); dropping the environments here avoids that.
+    """
+    while _CONTEXTS:
+        _, ctx = _CONTEXTS.popitem()
+        ctx.close()
+    gc.collect()
 
 
 def get_context(spec: RunSpec) -> RunContext:
