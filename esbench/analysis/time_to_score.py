@@ -129,6 +129,6 @@ def write_time_to_score(table: pd.DataFrame, out_dir: str | Path) -> dict[str, P
             "Common score: the lowest of the algorithms' best mean evaluation returns on that "
             "environment. Median over seeds of the first evaluation at or above it; '> x': the "
             "median seed did not reach it within the budget x. Wall-clock includes evaluations; "
-            "Timesteps/s is the runs' training throughput on their cluster."
+            "Timesteps/s: the runs' timesteps over their wall-clock, evaluations included."
         ),
     )

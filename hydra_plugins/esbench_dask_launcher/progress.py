@@ -81,7 +81,7 @@ class SweepProgress:
 
         Jobs run ``max(running, 1)`` at a time; a running job is credited with the time it has
         already run. ``inf`` until one job has done real work (skipped jobs do not count).
-        Queued jobs are those never started: indices ``0 .. total-1`` not seen yet.
+        Queued jobs without a weight count as 1 each.
         """
         if len(self.finished) == self.total:
             return 0.0
@@ -93,10 +93,8 @@ class SweepProgress:
             max(per_weight * self._weight(i) - (now - t), 0.0) for i, t in self.started_at.items()
         )
         seen = self.started_at.keys() | self.finished.keys()
-        if self.weights:
-            queued_weight = sum(w for i, w in self.weights.items() if i not in seen)
-        else:
-            queued_weight = float(self.queued)
+        queued_weighted = [w for i, w in self.weights.items() if i not in seen]
+        queued_weight = sum(queued_weighted) + max(self.queued - len(queued_weighted), 0)
         width = max(self.running, 1)
         return (left_running + queued_weight * per_weight) / width
 
