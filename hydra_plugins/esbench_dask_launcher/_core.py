@@ -71,6 +71,7 @@ class JobReport:
         status: ``complete``, ``skipped`` or ``failed``.
         seconds: Wall-clock seconds the job ran.
         error: Formatted traceback of a failed job.
+        started: When the job started, epoch seconds on its worker (``None``: unknown).
     """
 
     idx: int
@@ -78,6 +79,7 @@ class JobReport:
     status: str
     seconds: float
     error: str | None = None
+    started: float | None = None
 
 
 def _announce_start(topic: str, idx: int) -> None:
@@ -93,6 +95,7 @@ def _announce_start(topic: str, idx: int) -> None:
 def execute_job(idx: int, overrides: Sequence[str], ctx: JobContext) -> tuple[JobReturn, JobReport]:
     """Run one Hydra job inside a Dask task (on a worker); never raises."""
     _announce_start(ctx.topic, idx)
+    started = time.time()
     t0 = time.perf_counter()
     ret = JobReturn(overrides=list(overrides), status=JobStatus.FAILED)
     error: str | None = None
@@ -123,9 +126,9 @@ def execute_job(idx: int, overrides: Sequence[str], ctx: JobContext) -> tuple[Jo
     if error is not None or ret.return_value == "failed":
         # A failed job is reported by the driver; Hydra's sweeper must not abort the sweep on it.
         ret.status, ret._return_value = JobStatus.COMPLETED, "failed"
-        return ret, JobReport(idx, list(overrides), "failed", seconds, error)
+        return ret, JobReport(idx, list(overrides), "failed", seconds, error, started)
     status = ret.return_value if ret.return_value in ("complete", "skipped") else "complete"
-    return ret, JobReport(idx, list(overrides), status, seconds)
+    return ret, JobReport(idx, list(overrides), status, seconds, started=started)
 
 
 def report_failure(report: JobReport) -> None:
@@ -223,7 +226,7 @@ def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[
                 text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                 ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value="failed")
                 report = JobReport(idx, overrides, "failed", 0.0, text)
-            progress.finish(idx, report.status, report.seconds)
+            progress.finish(idx, report.status, report.seconds, report.started)
             if report.status == "failed":
                 report_failure(report)
             else:
@@ -237,4 +240,5 @@ def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[
         if changed or time.monotonic() - last_print >= interval:
             print(progress.line(), flush=True)
             last_print = time.monotonic()
+    print(progress.summary(), flush=True)
     return [returns[idx] for idx, _ in jobs]

@@ -37,6 +37,7 @@ class SweepProgress:
     finished: dict[int, str] = field(default_factory=dict)
     durations: list[float] = field(default_factory=list)
     done_weight: float = 0.0
+    spans: list[tuple[float, float]] = field(default_factory=list)
 
     def _now(self) -> float:
         return float(self.clock())  # type: ignore[operator]
@@ -48,9 +49,15 @@ class SweepProgress:
         self.started_at[idx] = self._now()
         return True
 
-    def finish(self, idx: int, status: str, seconds: float) -> None:
-        """Record job ``idx``'s end: status ``complete``, ``skipped`` or ``failed``."""
+    def finish(self, idx: int, status: str, seconds: float, started: float | None = None) -> None:
+        """Record job ``idx``'s end: status ``complete``, ``skipped`` or ``failed``.
+
+        ``started`` is the job's start as epoch seconds on its worker; with ``seconds`` it gives the
+        job's span for ``peak_concurrency`` (the driver's polling would miss short overlaps).
+        """
         self.started_at.pop(idx, None)
+        if started is not None:
+            self.spans.append((float(started), float(started) + float(seconds)))
         self.finished[idx] = status
         if status == "complete":
             self.durations.append(float(seconds))
@@ -74,6 +81,15 @@ class SweepProgress:
     @property
     def queued(self) -> int:
         return self.total - len(self.finished) - self.running
+
+    def peak_concurrency(self) -> int:
+        """Most jobs that ran at the same moment, from the finished jobs' spans (0 without any)."""
+        edges = sorted([(start, 1) for start, _ in self.spans] + [(end, -1) for _, end in self.spans])
+        peak = level = 0
+        for _, step in edges:  # at equal times an end (-1) sorts before a start: touching is not overlap
+            level += step
+            peak = max(peak, level)
+        return peak
 
     def eta(self) -> float:
         """Seconds until the sweep ends: queued and running jobs priced at the measured seconds
@@ -105,4 +121,13 @@ class SweepProgress:
         return (
             f"esbench: sweep: {len(self.finished)}/{self.total} done{notes}, {self.running} running, "
             f"{self.queued} queued, ETA {format_duration(self.eta())}"
+        )
+
+    def summary(self) -> str:
+        """The sweep's last line: the counts and how many jobs ran at once at most."""
+        extra = [f"{n} {word}" for n, word in ((self.skipped, "skipped"), (self.failed, "failed")) if n]
+        notes = f" ({', '.join(extra)})" if extra else ""
+        return (
+            f"esbench: sweep finished: {len(self.finished)}/{self.total} done{notes}, "
+            f"up to {self.peak_concurrency()} job(s) ran at once"
         )
