@@ -9,6 +9,10 @@ ES throughput is compared with the limit it can approach: the raw simulator rate
 environment from ``make_env``, stepped with a constant action, no policy, one process) times the
 number of workers. Steady-state throughput excludes the first generation (worker warm-up) and the
 last (final evaluation); ``steps_per_s`` of the run summary (whole loop) is reported beside it.
+A breakdown (:mod:`esbench.bench_rollout`) places ES between the two: the simulator replaying
+ES's own actions (a moving body costs MuJoCo more than a still one), the ES rollout in one
+process (policy, action noise, lockstep loop), and two raw simulators at once (what two cores of
+this machine deliver together).
 Memory: with the paper's noise table (250M float32, ~1 GB) every worker maps the machine's one
 copy, so its proportional set size (PSS) holds table/workers of it, not a whole table.
 """
@@ -168,16 +172,31 @@ def bench_mujoco(generations: int = 10, repeats: int = 3, raw_seconds: float = 3
     Shared machines drift (CPU steal, turbo), so each repeat measures the raw rate right next to
     the ES runs it is compared with, and the medians over ``repeats`` are reported.
     """
+    from esbench.bench_rollout import rollout_breakdown
+    from esbench.config.compose import compose_run_config
+
     env_id = "HalfCheetah-v5"
     trials: list[dict[str, Any]] = []
     for _ in range(repeats):
         raw = raw_env_rate(env_id, raw_seconds)
         es = {w: es_throughput(w, generations, env_id) for w in (1, 2)}
+        rollout = rollout_breakdown(compose_run_config([f"env.id={env_id}"]), repeats=1)
         raw = (raw + raw_env_rate(env_id, raw_seconds)) / 2
-        trials.append({"raw": raw, "raw_2_processes": concurrent_raw_rate(2, env_id, raw_seconds), "es": es})
+        trials.append(
+            {
+                "raw": raw,
+                "raw_2_processes": concurrent_raw_rate(2, env_id, raw_seconds),
+                "es": es,
+                "rollout": rollout,
+            }
+        )
     med = lambda xs: float(np.median(xs))  # noqa: E731
     raw = med([t["raw"] for t in trials])
     raw2 = med([t["raw_2_processes"] for t in trials])
+    stages = {  # each as a fraction of the raw rate measured in the same trial, then the median
+        key: med([t["rollout"][key] / t["raw"] for t in trials])
+        for key in ("policy_actions_steps_per_s", "es_rollout_steps_per_s")
+    }
     rows = []
     for w in (1, 2):
         r = dict(trials[0]["es"][w])
@@ -197,6 +216,12 @@ def bench_mujoco(generations: int = 10, repeats: int = 3, raw_seconds: float = 3
         "raw_steps_per_s_one_process": raw,
         "raw_steps_per_s_two_processes": raw2,
         "es": rows,
+        "rollout_breakdown": {
+            "generation": trials[0]["rollout"]["generation"],
+            "policy_actions_fraction_of_raw": stages["policy_actions_steps_per_s"],
+            "es_rollout_fraction_of_raw": stages["es_rollout_steps_per_s"],
+            "two_processes_fraction_of_2x_raw": med([t["raw_2_processes"] / (2 * t["raw"]) for t in trials]),
+        },
         "speedup_2_over_1": med(
             [t["es"][2]["steady_steps_per_s"] / t["es"][1]["steady_steps_per_s"] for t in trials]
         ),
@@ -227,6 +252,7 @@ def _print_mujoco(res: dict[str, Any]) -> None:
             f"{r['run_steps_per_s']:,.0f} | {trials} |"
         )
     print(f"speedup 2 workers / 1 worker: {res['speedup_2_over_1']:.2f}x")
+    _print_breakdown(res)
     m = res["memory"]
     print(
         f"\nnoise table {m['table_floats']:,} float32 = {m['table_mb']:,.0f} MB "
@@ -251,6 +277,26 @@ def _print_mujoco(res: dict[str, Any]) -> None:
             mem.get("shared_clean_mb", 0),
         ]
         print(f"| {name} | " + " | ".join(f"{c:,.0f}" for c in cells) + f" | {private:,.0f} |")
+
+
+def _print_breakdown(res: dict[str, Any]) -> None:
+    """From the limit to ES: each stage's steps/s per process as a fraction of the raw rate."""
+    b, es = res["rollout_breakdown"], {r["workers"]: r for r in res["es"]}
+    rows = [
+        ("raw simulator, constant action (the limit's unit)", 1.0),
+        (
+            f"simulator replaying ES's actions (generation {b['generation']}), no policy",
+            b["policy_actions_fraction_of_raw"],
+        ),
+        ("ES rollout in one process: MLP, obs norm, action noise, lockstep", b["es_rollout_fraction_of_raw"]),
+        ("ES, 1 Dask worker (steady)", es[1]["fraction_of_limit"]),
+        ("raw simulator, 2 processes at once, per process", b["two_processes_fraction_of_2x_raw"]),
+        ("ES, 2 Dask workers (steady), per worker", es[2]["fraction_of_limit"]),
+    ]
+    print("\nwhere the time goes (steps/s per process, fraction of the raw rate, medians):")
+    print("| stage | fraction of raw |\n|---|---|")
+    for name, frac in rows:
+        print(f"| {name} | {frac:.2f} |")
 
 
 def _es_one_core_row(mujoco: dict[str, Any] | None) -> dict[str, Any]:

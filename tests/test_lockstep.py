@@ -11,6 +11,7 @@ from esbench.policies import make_policy
 from esbench.policies.mlp import BatchedMLP
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.rollout import run_episode
+from esbench.runtime.worker import balanced_batch
 
 
 @pytest.mark.parametrize(
@@ -39,9 +40,9 @@ def test_lockstep_equals_single_episodes_for_any_batch(overrides: list[str]) -> 
         j = job(i)
         policy.set_params(j.params)
         singles.append(run_episode(env, policy, j.seed, j.noise, collect_obs=j.collect_obs))
-    for batch in (1, 3, 8):
-        envs = [make_env(cfg.env) for _ in range(batch)]
-        episodes = run_lockstep(envs, BatchedMLP(policy, batch), [job(i) for i in range(7)])
+    for batch, slots in ((1, 1), (3, 3), (8, 8), (8, 5)):  # (8, 5): the first 5 slots of 8 as a batch
+        envs = [make_env(cfg.env) for _ in range(slots)]
+        episodes = run_lockstep(envs, BatchedMLP(policy, batch).prefix(slots), [job(i) for i in range(7)])
         for single, ep in zip(singles, episodes, strict=True):
             assert (ep.ret, ep.length, ep.frames) == (single.ret, single.length, single.frames)
             if single.obs_total is None:
@@ -49,3 +50,11 @@ def test_lockstep_equals_single_episodes_for_any_batch(overrides: list[str]) -> 
             else:
                 np.testing.assert_array_equal(ep.obs_total, single.obs_total)
                 np.testing.assert_array_equal(ep.obs_sumsq, single.obs_sumsq)
+
+
+def test_balanced_batch_plays_full_rounds() -> None:
+    assert balanced_batch(40, 32) == 20  # 2 rounds of 20, not 32 and a tail of 8
+    assert balanced_batch(20, 16) == 10
+    assert balanced_batch(10, 16) == 10  # fewer episodes than slots: one round, no empty rows
+    assert balanced_batch(48, 16) == 16
+    assert balanced_batch(1, 16) == 1

@@ -44,8 +44,12 @@ class OpenAIESConfig:
     noise_seed: int = _c(123, ge=0)  # the paper's table seed
     action_noise_std: float = _c(0.01, ge=0.0)  # training only, never at evaluation (paper: 0.01)
     obs_norm_fraction: float = _c(0.01, ge=0.0, le=1.0)  # share of rollouts feeding obs statistics
-    tasks_per_worker: int = _c(2, ge=1)  # a generation is split into ~workers*this Dask tasks
-    rollout_batch: int = _c(16, ge=1)  # MLP policies: episodes stepped in lockstep per worker
+    # Execution knobs (the numbers do not depend on them). A generation is split into about
+    # workers*tasks_per_worker Dask tasks; an MLP task steps up to rollout_batch episodes in
+    # lockstep, in rounds as full as possible. One large task per worker amortizes the batched
+    # forward pass best (`esbench bench`, README); Atari's variable-length episodes use 2.
+    tasks_per_worker: int = _c(1, ge=1)
+    rollout_batch: int = _c(32, ge=1)
 
 
 @dataclass

@@ -139,8 +139,20 @@ class BatchedMLP:
         self.W = [np.zeros((self.batch, o, i), np.float32) for o, i in template.layer_shapes]
         self.b = [np.zeros((self.batch, o, 1), np.float32) for o, _ in template.layer_shapes]
         self._x = np.zeros((self.batch, template.obs_dim, 1), np.float32)
-        self._rows = np.arange(self.batch)[:, None]
         self._dims = np.arange(template.act_dim)[None, :]
+
+    def prefix(self, n: int) -> BatchedMLP:
+        """The first ``n`` slots as a batch of their own (views of this one's buffers), so a task
+        with fewer episodes than slots computes no empty rows."""
+        if not 1 <= n <= self.batch:
+            raise ValueError(f"prefix of {n} slots from a batch of {self.batch}")
+        if n == self.batch:
+            return self
+        view = object.__new__(BatchedMLP)
+        view.t, view.batch = self.t, n
+        view.W, view.b = [w[:n] for w in self.W], [b[:n] for b in self.b]
+        view._x, view._dims = self._x[:n], self._dims
+        return view
 
     def set_slot(self, slot: int, flat: np.ndarray) -> None:
         """Load one slot's weights from a flat vector of shape (num_params,)."""

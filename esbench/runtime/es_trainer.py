@@ -86,7 +86,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             msg = SyncMessage(g, state_digest(state), tuple(prog.records))
             chunks = split_members(len(population.offsets), max(workers, 1) * n_tasks_per)
             results = evaluate_members(client, spec, msg, chunks, "train", state)
-            record, stats = _merge(population, results)
+            record, stats = merge_results(population, results)
             state, tell_metrics = advance(strategy, state, record)
             prog.records = [*prog.records, record][-SYNC_HISTORY:]
             prog.timesteps += stats["timesteps"]
@@ -157,7 +157,7 @@ def _finished(prog: Progress, state: TrainerState, budget_steps: int, max_gens: 
     return prog.timesteps >= budget_steps or (max_gens is not None and state.generation >= int(max_gens))
 
 
-def _merge(population: Any, results: list[ChunkResult]) -> tuple[GenerationRecord, dict[str, Any]]:
+def merge_results(population: Any, results: list[ChunkResult]) -> tuple[GenerationRecord, dict[str, Any]]:
     """Assemble chunk results in member order into a record and the generation's statistics."""
     n, k = len(population.offsets), len(population.signs)
     fitness = np.full((n, k), np.nan)

@@ -60,14 +60,25 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
     continuous = isinstance(envs[0].action_space, gym.spaces.Box)
     act_shape: tuple[int, ...] = tuple(envs[0].action_space.shape or ()) if continuous else ()
     obs_buf = np.zeros((batch, policy.t.obs_dim), np.float32)
-    # Action noise, vectorized over slots: slot b's current block of draws and its step counter.
+    # Action noise, vectorized over slots: slot b's current block of draws and its position in it.
+    # A block is drawn when an episode starts and whenever its slot has used all of the previous
+    # one; ``until_refill`` counts down (in plain Python) to the next slot that runs out, so the
+    # per-step cost is one gather, one add and one increment.
     noise_blocks = np.zeros((batch, _NOISE_BLOCK, *act_shape), np.float32)
     noisy = np.zeros(batch, bool)
-    steps = np.zeros(batch, np.int64)
+    noise_pos = np.zeros(batch, np.int64)
     rows = np.arange(batch)
     results: list[Episode | None] = [None] * len(jobs)
     queue = deque(enumerate(jobs))
     slots: list[_Slot | None] = [None] * batch
+    until_refill = _NOISE_BLOCK
+
+    def draw_block(b: int) -> None:
+        slot = slots[b]
+        assert slot is not None and slot.job.noise is not None
+        rng, std = slot.job.noise
+        noise_blocks[b] = std * rng.standard_normal((_NOISE_BLOCK, *act_shape)).astype(np.float32)
+        noise_pos[b] = 0
 
     def start(b: int) -> None:
         if not queue:
@@ -83,26 +94,24 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
             slot.observations.append(np.asarray(obs, np.float64).ravel())
         slots[b] = slot
         noisy[b] = continuous and job.noise is not None and job.noise[1] > 0
-        steps[b] = 0
-
-    def live_noise(b: int) -> tuple[np.random.Generator, float]:
-        slot = slots[b]
-        assert slot is not None and slot.job.noise is not None
-        return slot.job.noise
+        if noisy[b]:
+            draw_block(b)  # a fresh block lasts _NOISE_BLOCK steps: never sooner than until_refill
 
     for b in range(batch):
         start(b)
     noise_mask = noisy.reshape(-1, *([1] * len(act_shape)))  # a view: follows ``noisy``
+    any_noisy = bool(noisy.any())
     live = [(b, s) for b, s in enumerate(slots) if s is not None]
     while live:
         actions = policy.act(obs_buf)
-        if noisy.any():
-            k = steps % _NOISE_BLOCK
-            for j in np.flatnonzero(noisy & (k == 0)).tolist():
-                rng, std = live_noise(j)
-                noise_blocks[j] = std * rng.standard_normal((_NOISE_BLOCK, *act_shape)).astype(np.float32)
-            np.add(actions, noise_blocks[rows, k], out=actions, where=noise_mask)
-        steps += 1
+        if any_noisy:
+            np.add(actions, noise_blocks[rows, noise_pos], out=actions, where=noise_mask)
+            noise_pos += noisy
+            until_refill -= 1
+            if until_refill == 0:
+                for j in np.flatnonzero(noisy & (noise_pos == _NOISE_BLOCK)).tolist():
+                    draw_block(j)  # the next block of this episode's own stream
+                until_refill = _NOISE_BLOCK - int(noise_pos[noisy].max())
         ended = False
         for b, slot in live:
             action = actions[b] if continuous else int(actions[b])
@@ -120,6 +129,7 @@ def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]
                     slot.observations.append(np.asarray(obs, np.float64).ravel())
         if ended:
             live = [(b, s) for b, s in enumerate(slots) if s is not None]
+            any_noisy = bool(noisy.any())
     return results  # type: ignore[return-value]
 
 

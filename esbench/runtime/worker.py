@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import math
 import sys
 import time
 from collections import OrderedDict
@@ -101,8 +102,9 @@ class RunContext:
 
     def play(self, jobs: list[EpisodeJob], evaluation: bool) -> list[Episode]:
         """Play episodes: in lockstep for MLP policies, one by one otherwise."""
-        if self.batched is not None:
-            return run_lockstep(self.envs, self.batched, jobs)
+        if self.batched is not None and jobs:
+            n = balanced_batch(len(jobs), self.batched.batch)
+            return run_lockstep(self.envs[:n], self.batched.prefix(n), jobs)
         env = self.eval_env if evaluation else self.env
         episodes = []
         for job in jobs:
@@ -150,6 +152,14 @@ class RunContext:
             state, _ = advance(self.strategy, state, record)
             self.states[state.generation] = state
         return state
+
+
+def balanced_batch(n_jobs: int, max_batch: int) -> int:
+    """Slots for ``n_jobs`` episodes with at most ``max_batch`` at once, in rounds as full as
+    possible: 40 episodes with 32 slots play as 2 rounds of 20, not 32 and then a tail of 8 whose
+    forward passes would cost as much per call for a quarter of the steps."""
+    rounds = math.ceil(n_jobs / max_batch)
+    return max(1, math.ceil(n_jobs / rounds))
 
 
 def initial_state(policy: Policy, strategy: Strategy, seed: int) -> TrainerState:
