@@ -114,10 +114,14 @@ class SweepProgress:
         width = max(self.running, 1)
         return (left_running + queued_weight * per_weight) / width
 
+    def _notes(self) -> str:
+        """`` (2 skipped, 1 failed)``, or nothing when every job did real work and succeeded."""
+        extra = [f"{n} {word}" for n, word in ((self.skipped, "skipped"), (self.failed, "failed")) if n]
+        return f" ({', '.join(extra)})" if extra else ""
+
     def line(self) -> str:
         """One console line: ``sweep: 3/8 done (1 failed), 2 running, 3 queued, ETA 4m10s``."""
-        extra = [f"{n} {word}" for n, word in ((self.skipped, "skipped"), (self.failed, "failed")) if n]
-        notes = f" ({', '.join(extra)})" if extra else ""
+        notes = self._notes()
         return (
             f"esbench: sweep: {len(self.finished)}/{self.total} done{notes}, {self.running} running, "
             f"{self.queued} queued, ETA {format_duration(self.eta())}"
@@ -125,8 +129,7 @@ class SweepProgress:
 
     def summary(self) -> str:
         """The sweep's last line: the counts and how many jobs ran at once at most."""
-        extra = [f"{n} {word}" for n, word in ((self.skipped, "skipped"), (self.failed, "failed")) if n]
-        notes = f" ({', '.join(extra)})" if extra else ""
+        notes = self._notes()
         return (
             f"esbench: sweep finished: {len(self.finished)}/{self.total} done{notes}, "
             f"up to {self.peak_concurrency()} job(s) ran at once"
