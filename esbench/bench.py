@@ -327,6 +327,9 @@ def main(argv: list[str]) -> int:
     """``esbench bench [mujoco|baselines|atari|all]``."""
     what = argv[0] if argv else "mujoco"
     allowed = ("mujoco", "baselines", "atari", "all")
+    if what in ("-h", "--help", "help"):
+        print("usage:\n" + __doc__.split("\n\n")[1])
+        return 0
     if what not in allowed:
         print(f"esbench: error: unknown benchmark {what!r}; allowed: {', '.join(allowed)}", file=sys.stderr)
         return 2

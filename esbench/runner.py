@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 Trainer = Callable[[DictConfig, RunStore, MetricsLogger, str], dict[str, Any]]
 TRAINERS: dict[str, Trainer] = {}
 
-# Keys that change where or how fast a run executes, never its numbers: left out of the run id.
+# Keys that change where or how fast a run executes, never its numbers: left out of the run id
+# (dotted for nested keys). How ES splits a generation into tasks and batches is one of them: the
+# determinism tests hold the numbers equal across workers and lockstep batch sizes.
 NON_SEMANTIC_KEYS = (
     "cluster",
     "tracker",
@@ -42,6 +44,8 @@ NON_SEMANTIC_KEYS = (
     "experiment",
     "checkpoint_every",
     "torch_threads",
+    "algo.tasks_per_worker",
+    "algo.rollout_batch",
 )
 
 
@@ -70,7 +74,12 @@ def config_hash(cfg: DictConfig) -> str:
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
     for key in NON_SEMANTIC_KEYS:
-        data.pop(key, None)
+        *parents, leaf = key.split(".")
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 

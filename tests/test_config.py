@@ -9,6 +9,7 @@ import pytest
 from esbench.config.compose import CONF_DIR, compose_run_config
 from esbench.config.schema import ALGO_SCHEMAS
 from esbench.config.validate import ConfigError
+from esbench.runner import default_run_id
 from esbench.strategies import STRATEGIES
 from tests.conftest import esbench
 
@@ -75,3 +76,18 @@ def test_cli_rejects_a_bad_job_in_a_sweep_before_the_first_job(tmp_path: Path) -
     assert proc.returncode == 2
     assert "algo.sigma=-2" in proc.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_run_id_names_what_determines_the_numbers_only() -> None:
+    base = default_run_id(compose_run_config([]))
+    execution_only = [
+        "cluster.n_workers=7",
+        "algo.tasks_per_worker=3",
+        "algo.rollout_batch=4",
+        "checkpoint_every=2",
+        "tracker=none",
+    ]
+    for override in execution_only:
+        assert default_run_id(compose_run_config([override])) == base, override
+    for override in ("algo.sigma=0.03", "seed=1", "algo.population_size=42", "env=hopper"):
+        assert default_run_id(compose_run_config([override])) != base, override

@@ -17,7 +17,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from esbench.runtime.cluster import dask_client, worker_count
-from esbench.runtime.evaluator import evaluate_members, split_members
+from esbench.runtime.evaluator import MemberEvaluator, split_members
 from esbench.runtime.replica import GenerationRecord, SyncMessage, TrainerState, advance, state_digest
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
 from esbench.tracking.logger import MetricsLogger
@@ -76,6 +76,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         workers = worker_count(client)
+        evaluate = MemberEvaluator(client, spec)
         n_tasks_per = int(cfg.algo.tasks_per_worker)
         t0 = time.perf_counter()
         wall0 = prog.wall_clock_s
@@ -85,7 +86,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             population = strategy.ask(state.es)
             msg = SyncMessage(g, state_digest(state), tuple(prog.records))
             chunks = split_members(len(population.offsets), max(workers, 1) * n_tasks_per)
-            results = evaluate_members(client, spec, msg, chunks, "train", state)
+            results = evaluate(msg, chunks, "train", state)
             record, stats = merge_results(population, results)
             state, tell_metrics = advance(strategy, state, record)
             prog.records = [*prog.records, record][-SYNC_HISTORY:]
@@ -96,7 +97,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             done = _finished(prog, state, budget_steps, max_gens)
             evaluated = False
             if done or prog.timesteps >= prog.next_eval_at:
-                prog.last_eval, eval_steps, eval_cpu = _evaluate(client, spec, state, prog, cfg, workers)
+                prog.last_eval, eval_steps, eval_cpu = _evaluate(evaluate, state, prog, cfg, workers)
                 prog.eval_timesteps += eval_steps
                 prog.cpu_s += eval_cpu
                 prog.best_eval = max(prog.best_eval, prog.last_eval[0])
@@ -190,12 +191,12 @@ def merge_results(population: Any, results: list[ChunkResult]) -> tuple[Generati
 
 
 def _evaluate(
-    client: Any, spec: RunSpec, state: TrainerState, prog: Progress, cfg: DictConfig, workers: int
+    evaluate: MemberEvaluator, state: TrainerState, prog: Progress, cfg: DictConfig, workers: int
 ) -> tuple[tuple[float, float], int, float]:
     """The deterministic policy on the fixed evaluation seeds: ((mean, std), steps, cpu seconds)."""
     msg = SyncMessage(state.generation, state_digest(state), tuple(prog.records))
     chunks = split_members(int(cfg.eval.episodes), max(workers, 1))
-    results = evaluate_members(client, spec, msg, chunks, "eval", state)
+    results = evaluate(msg, chunks, "eval", state)
     returns = np.concatenate([r.returns[:, 0] for r in results])
     steps = int(sum(r.lengths.sum() for r in results))
     return (float(returns.mean()), float(returns.std())), steps, float(sum(r.cpu_s for r in results))

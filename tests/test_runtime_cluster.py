@@ -1,0 +1,72 @@
+"""The embedded cluster's settings and the master's task handling, on a real LocalCluster."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from distributed import Client
+
+from esbench.config.compose import compose_run_config
+from esbench.runtime.cluster import dask_client
+from esbench.runtime.evaluator import MemberEvaluator
+from esbench.runtime.replica import SyncMessage, state_digest
+from esbench.runtime.worker import RunSpec, get_context
+from tests.conftest import SMALL
+
+OVERRIDES = [
+    *SMALL,
+    "env.id=InvertedPendulum-v5",
+    "algo.population_size=4",
+    "cluster.n_workers=1",
+    "cluster.monitor_interval_s=2.5",
+    "cluster.dashboard=false",
+]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    """One single-worker LocalCluster started by ``dask_client``, as a run starts it."""
+    cfg = compose_run_config(OVERRIDES)
+    with dask_client(cfg.cluster, quiet=True) as c:
+        yield c
+
+
+def test_local_cluster_polls_memory_and_system_at_the_configured_interval(client: Client) -> None:
+    def intervals(dask_worker=None, dask_scheduler=None) -> dict[str, float]:  # type: ignore[no-untyped-def]
+        server = dask_worker or dask_scheduler
+        return {name: pc.callback_time for name, pc in server.periodic_callbacks.items()}
+
+    (worker,) = client.run(intervals).values()
+    scheduler = client.run_on_scheduler(intervals)
+    for server in (worker, scheduler):
+        assert server["monitor"] == 2500  # system monitor, ms
+        assert server["tick"] == 2500  # event-loop health
+    assert worker["memory_monitor"] == 2500
+    assert "profile" not in worker  # Dask's stack sampler is off by default
+
+
+def test_evaluator_keeps_a_generations_results_until_the_next_is_submitted(client: Client) -> None:
+    cfg = compose_run_config(OVERRIDES)
+    spec = RunSpec.from_config(cfg, run_key="test-evaluator")
+    state = get_context(spec).initial_state()
+    msg = SyncMessage(state.generation, state_digest(state), ())
+    evaluate = MemberEvaluator(client, spec)
+
+    def scheduler_keys() -> set[str]:
+        return set(client.run_on_scheduler(lambda dask_scheduler: list(map(str, dask_scheduler.tasks))))
+
+    first = evaluate(msg, [[0], [1]], "train", state)
+    first_keys = {str(f.key) for f in evaluate.held}
+    assert len(first_keys) == 2 and first_keys <= scheduler_keys()  # still held after gathering
+
+    second = evaluate(msg, [[0], [1]], "train", state)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a.returns, b.returns)  # same generation, same numbers
+    deadline = time.monotonic() + 10
+    while first_keys & scheduler_keys() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not first_keys & scheduler_keys()  # released once the next call had submitted
+    assert {str(f.key) for f in evaluate.held} <= scheduler_keys()
