@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
 from esbench.analysis.cli import main
+from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
 from esbench.analysis.synthetic import write_run
 
@@ -76,6 +81,41 @@ def test_unequal_seeds_raise(tmp_path) -> None:
     _table1_store(tmp_path / "runs", es_seeds=(0, 1, 2))
     with pytest.raises(IncompleteResultsError, match="openai_es/Hopper-v5: 3 seed"):
         build_report("table1", tmp_path / "runs", tmp_path / "paper")
+
+
+def _renamed(run_dir, new_dir):
+    """Move a run directory and give it the new directory's name as its run id."""
+    run_dir.rename(new_dir)
+    cfg = OmegaConf.load(new_dir / "config.yaml")
+    cfg.run_id = new_dir.name
+    OmegaConf.save(cfg, new_dir / "config.yaml")
+    return new_dir
+
+
+def test_an_older_run_of_the_same_seed_is_superseded_not_counted(tmp_path) -> None:
+    runs = tmp_path / "runs"
+    _table1_store(runs)
+    old = runs / "table1" / "openai_es-hopper-fs4-w1-s0"
+    # The same seed again under another run id (as after a version that changed run ids),
+    # finished later and with other numbers, and a killed attempt of it (no summary.json).
+    rerun = _renamed(
+        write_run(tmp_path / "other", "table1", "openai_es", "Hopper-v5", 0, ES_T, np.full(len(ES_T), 500.0)),
+        runs / "table1" / "openai_es-hopper-v5-s0-0a1b2c3d",
+    )
+    later = (old / "summary.json").stat().st_mtime + 60
+    os.utime(rerun / "summary.json", (later, later))
+    killed = runs / "table1" / "openai_es-hopper-v5-s0-99999999"
+    _renamed(shutil.copytree(old, tmp_path / "copy"), killed)
+    (killed / "summary.json").unlink()
+
+    results = load_results(runs)
+    assert sorted(results.superseded["path"]) == sorted([str(old), str(killed)])
+    es = results.complete[results.complete["algo"] == "openai_es"]
+    assert sorted(es["seed"]) == [0, 1]  # two seeds, not three runs
+    assert float(es.loc[es["seed"] == 0, "final_eval_return"].iloc[0]) == 500.0  # the newer run's
+
+    report = build_report("table1", runs, tmp_path / "paper").read_text()  # no missing run either
+    assert "Superseded, not used: 2 run(s)" in report and "openai_es-hopper-v5-s0-99999999" in report
 
 
 def test_frameskip_scaling_and_path_targets(tmp_path) -> None:

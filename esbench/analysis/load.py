@@ -47,6 +47,19 @@ CONFIG_COLUMNS: tuple[str, ...] = (
     "workers",
 )
 
+#: Columns that name one replicate: a seed of one condition. Two runs alike in all of them are the
+#: same replicate run twice (say, before and after an esbench version that changed run ids), never
+#: two seeds: counting both would shrink every confidence interval.
+REPLICATE_COLUMNS: tuple[str, ...] = (
+    "experiment",
+    "algo",
+    "env_id",
+    "frame_skip",
+    "scale",
+    "workers",
+    "seed",
+)
+
 #: Algorithms on the ES side of every comparison; everything else is an RL baseline.
 ES_ALGOS: frozenset[str] = frozenset({"openai_es", "ars", "cma_es", "eggroll"})
 
@@ -59,15 +72,18 @@ class Results:
 
     Attributes:
         root: The directory that was loaded.
-        runs: The run table, one row per run (complete or not); see :func:`load_run_table`.
+        runs: The run table, one row per run (complete or not) that the report uses; see
+            :func:`load_run_table` and :func:`split_superseded`.
         curves: The curve table, one row per (complete run, evaluation point).
         env_info: ``env.json`` of each complete run, keyed by run_id.
+        superseded: Runs set aside because a newer complete run of the same replicate exists.
     """
 
     root: Path
     runs: pd.DataFrame
     curves: pd.DataFrame
     env_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    superseded: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def complete(self) -> pd.DataFrame:
@@ -172,6 +188,32 @@ def load_run_table(results_dir: str | Path) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+def split_superseded(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split a run table into the runs a report uses and the runs it sets aside.
+
+    Runs alike in every :data:`REPLICATE_COLUMNS` are one replicate. Where a replicate has a
+    complete run, its newest complete run (by the time its ``summary.json`` was written) is used
+    and every other run of it, complete or not, is superseded. A replicate without a complete
+    run keeps all its runs: they are missing.
+
+    Returns:
+        (used, superseded), both in the order of ``runs``.
+    """
+    if runs.empty:
+        return runs, runs.iloc[0:0]
+
+    def finished_at(row: pd.Series) -> float:
+        return (Path(row["path"]) / SUMMARY_FILE).stat().st_mtime if row["complete"] else -math.inf
+
+    finished = runs.apply(finished_at, axis=1)
+    used = pd.Series(True, index=runs.index)
+    for _, group in runs.groupby(list(REPLICATE_COLUMNS), dropna=False, sort=False):
+        if len(group) > 1 and group["complete"].any():
+            newest = finished[group.index].idxmax()
+            used[group.index.difference([newest])] = False
+    return runs[used].reset_index(drop=True), runs[~used].reset_index(drop=True)
+
+
 def read_metrics(run_dir: str | Path) -> pd.DataFrame:
     """The ``metrics.csv`` of one run, with exactly the schema's columns (absent ones as NaN).
 
@@ -213,7 +255,8 @@ def load_curves(run_table: pd.DataFrame, eval_only: bool = True) -> pd.DataFrame
 
 
 def load_results(results_dir: str | Path) -> Results:
-    """Load the run table, the curve table and each complete run's ``env.json``.
+    """Load the run table, the curve table and each complete run's ``env.json``; runs superseded
+    by a newer complete run of the same replicate are set aside (:func:`split_superseded`).
 
     Raises:
         FileNotFoundError: ``results_dir`` holds no run directory.
@@ -222,10 +265,11 @@ def load_results(results_dir: str | Path) -> Results:
     runs = load_run_table(root)
     if runs.empty:
         raise FileNotFoundError(f"no runs (directories with {CONFIG_FILE}) under {root}")
+    runs, superseded = split_superseded(runs)
     env_info = {
         str(r["run_id"]): _read_json(Path(r["path"]) / ENV_FILE) for _, r in runs[runs["complete"]].iterrows()
     }
-    return Results(root=root, runs=runs, curves=load_curves(runs), env_info=env_info)
+    return Results(root=root, runs=runs, curves=load_curves(runs), env_info=env_info, superseded=superseded)
 
 
 def is_es(algo: str) -> bool:

@@ -369,6 +369,13 @@ def provenance(results: Results) -> str:
     lines.append(f"- Experiments: {', '.join(_unique(results.runs['experiment']))}")
     complete = int(results.runs["complete"].sum())
     lines.append(f"- Runs: {complete} complete, {len(results.runs) - complete} missing (no summary.json)")
+    if len(results.superseded):
+        ids = [str(r) for r in results.superseded["run_id"]]
+        shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+        lines.append(
+            f"- Superseded, not used: {len(ids)} run(s) of a seed that has a newer complete run "
+            f"(same experiment, algorithm, environment, frame-skip, scale, workers and seed): {shown}"
+        )
     lines.append(f"- Hosts: {', '.join(_unique(i.get('host') for i in info)) or 'unknown'}")
     lines.append(f"- CPU cores: {', '.join(_unique(i.get('cpu_count') for i in info)) or 'unknown'}")
     lines.append(f"- Platform: {', '.join(_unique(i.get('platform') for i in info)) or 'unknown'}")
