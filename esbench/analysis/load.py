@@ -199,17 +199,11 @@ def split_superseded(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     Returns:
         (used, superseded), both in the order of ``runs``.
     """
-    if runs.empty:
-        return runs, runs.iloc[0:0]
-
-    def finished_at(row: pd.Series) -> float:
-        return (Path(row["path"]) / SUMMARY_FILE).stat().st_mtime if row["complete"] else -math.inf
-
-    finished = runs.apply(finished_at, axis=1)
     used = pd.Series(True, index=runs.index)
     for _, group in runs.groupby(list(REPLICATE_COLUMNS), dropna=False, sort=False):
-        if len(group) > 1 and group["complete"].any():
-            newest = finished[group.index].idxmax()
+        done = group[group["complete"]]
+        if len(group) > 1 and len(done):
+            newest = max(done.index, key=lambda i: (Path(done.at[i, "path"]) / SUMMARY_FILE).stat().st_mtime)
             used[group.index.difference([newest])] = False
     return runs[used].reset_index(drop=True), runs[~used].reset_index(drop=True)
 
