@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-slow lint run reproduce bench clean
+.PHONY: install install-cw test test-slow lint run reproduce bench clean
 
 # torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build.
 $(STAMP): pyproject.toml
@@ -16,12 +16,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Continual World (conf/sequence/cw10.yaml): Meta-World 3.1.1 without its mujoco==3.3.0 pin, so this
+# install keeps MuJoCo 4 (esbench/envs/metaworld_compat.py bridges the difference; pyproject's `cw`).
+CW_STAMP := $(VENV)/.installed-cw
+$(CW_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps "metaworld==3.1.1"
+	touch $(CW_STAMP)
+
+install-cw: $(CW_STAMP)
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
-test: install lint
+test: install install-cw lint
 	$(BIN)/python -m pytest
 
 test-slow: install

@@ -1,6 +1,6 @@
 """``esbench`` command line: thin entry points over the package.
 
-    esbench run [-m] KEY=VALUE ...       one run, or a Hydra multirun sweep (-m)
+    esbench run [-m] KEY=VALUE ...       one run, or a Hydra multirun sweep (-m); see run --help
     esbench reproduce RECIPE scale=...   a paper table/figure: sweep + report (see --list)
     esbench report TARGET ...            tables and figures from the results store
     esbench bench [...]                  throughput and memory benchmark
@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import traceback
+from collections.abc import Iterable
 
-from esbench.config.validate import ConfigError
+from esbench.config.errors import ConfigError
 
 USAGE = __doc__ or ""
 
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     _setup_logging()
+    from esbench.runner import load_components
+
+    load_components()  # the algorithm registry, env checks and resolvers
     try:
         if command == "run":
             return run_command(rest)
@@ -43,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return report_main(rest)
         if command == "bench":
-            from esbench.bench import main as bench_main
+            from esbench.bench.command import main as bench_main
 
             return bench_main(rest)
     except ConfigError as e:
@@ -57,28 +60,62 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args: list[str]) -> int:
-    """``esbench run``: one run in-process, or a validated sweep through Hydra with ``-m``."""
+    """``esbench run``: one run in-process, a validated sweep through Hydra with ``-m``, the
+    config groups with ``--help``, or the composed config with ``--cfg job``."""
+    from esbench.config.compose import CONF_DIR, compose_run_config
     from esbench.runtime.cluster import ClusterError
+    from esbench.tracking.store import RunLockedError
 
+    if any(a in ("-h", "--help") for a in args):
+        from esbench.config.help import run_help
+
+        print(run_help(CONF_DIR))
+        return 0
     multirun = any(a in ("-m", "--multirun") for a in args)
-    overrides = [a for a in args if a not in ("-m", "--multirun")]
+    resolve = "--resolve" in args
+    show_cfg, overrides = _take_cfg_option(a for a in args if a not in ("-m", "--multirun", "--resolve"))
     if any(a.startswith("-") for a in overrides):
         bad = next(a for a in overrides if a.startswith("-"))
-        raise ConfigError(f"unknown option {bad!r}; allowed: -m/--multirun and KEY=VALUE overrides")
+        raise ConfigError(
+            f"unknown option {bad!r}; allowed: -m/--multirun, --cfg job, --resolve, --help and "
+            "KEY=VALUE overrides"
+        )
+    if show_cfg:
+        from omegaconf import OmegaConf
+
+        print(OmegaConf.to_yaml(compose_run_config(overrides), resolve=resolve), end="")
+        return 0
     if multirun:
         from esbench.sweep import run_sweep
 
         return run_sweep(overrides)
-    from esbench.config.compose import compose_run_config
     from esbench.runner import run
 
     cfg = compose_run_config(overrides)
     try:
         run(cfg)
-    except ClusterError as e:
+    except (ClusterError, RunLockedError) as e:  # cannot start now: no cluster, or the run is busy
         print(f"esbench: error: {e}", file=sys.stderr)
         return 3
     return 0
+
+
+def _take_cfg_option(args: Iterable[str]) -> tuple[bool, list[str]]:
+    """Split ``--cfg job`` (Hydra's spelling; ``--cfg=job`` too) from the other arguments."""
+    rest, show, it = [], False, iter(args)
+    for a in it:
+        if a in ("--cfg", "-c"):
+            what = next(it, None)
+            if what != "job":
+                raise ConfigError(f"--cfg {what}: not supported; allowed: --cfg job")
+            show = True
+        elif a.startswith("--cfg="):
+            if a != "--cfg=job":
+                raise ConfigError(f"{a}: not supported; allowed: --cfg job")
+            show = True
+        else:
+            rest.append(a)
+    return show, rest
 
 
 def _setup_logging() -> None:
@@ -88,12 +125,6 @@ def _setup_logging() -> None:
     logging.getLogger("esbench").setLevel(level)
     for noisy in ("distributed", "dask", "bokeh", "tornado", "fontTools", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def print_job_failure(overrides: list[str], exc: BaseException) -> None:
-    """Report one failed sweep job with its overrides and traceback."""
-    print(f"esbench: job FAILED: {' '.join(overrides)}", file=sys.stderr)
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,7 +15,9 @@ A recipe names the sweep that feeds one report, and the seeds and budgets of eac
         sweeps:                    # the jobs are the union of these cartesian products
           - {algo: [openai_es, trpo], env: [hopper, walker2d], KEY: VALUE-or-list}
 
-A list value is a sweep axis, a scalar a fixed override. ``games: [Pong, ...]`` (or ``all``: the
+A list value is a sweep axis, a scalar a fixed override. ``algo: "@es"`` (or ``"@rl"``, or a list
+holding them) stands for every registered algorithm of that family, so a recipe covers a new ES
+variant the moment it is registered. ``games: [Pong, ...]`` (or ``all``: the
 51 games of the paper's Table 2, :data:`esbench.envs.atari.ATARI_GAMES`) is the ``env.game`` axis.
 ``budget.frames`` gives every job the same emulator frames: ``budget.timesteps = frames /
 env.frame_skip``. The experiment name is the recipe name, so runs land in
@@ -38,13 +40,14 @@ from typing import Any
 
 import yaml
 
+from esbench.config.registry import FAMILIES, algorithms, family_of
 from esbench.config.validate import ConfigError
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
 LAUNCHERS: tuple[str, ...] = ("dask", "basic")
 _RECIPE_KEYS = {"description", "report", "launcher", "overrides", "scales"}
-_SCALE_KEYS = {"seeds", "budget", "overrides", "sweeps"}
+_SCALE_KEYS = {"seeds", "budget", "overrides", "sweeps", "paper_targets"}
 _BUDGET_KEYS = {"timesteps", "frames", "eval_interval", "eval_episodes"}
 
 
@@ -95,8 +98,12 @@ class Recipe:
         spec = self.scales[scale]
         budget = spec["budget"]
         sweeps = []
-        for entry in spec["sweeps"]:
+        entries = [dict(e) for e in spec["sweeps"]]
+        if spec.get("paper_targets"):
+            entries = paper_target_entries(entries, float(spec["paper_targets"]["es_budget_factor"]))
+        for entry in entries:
             axes = dict(entry)
+            axes["algo"] = expand_families(axes["algo"])
             games = axes.pop("games", None)
             if games is not None:
                 axes["env.game"] = _game_keys(games)
@@ -119,6 +126,69 @@ class Recipe:
                 args = [f"{k}={_fmt(v)}" for k, v in merged.items()]
                 sweeps.append(Sweep(tuple(merge_overrides(args, user_overrides or [])), self.launcher))
         return sweeps
+
+
+def paper_target_entries(entries: list[dict[str, Any]], factor: float) -> list[dict[str, Any]]:
+    """Split each sweep entry's ES algorithms into one entry per environment whose budget reaches
+    the paper's numbers: ``factor`` x the paper's ES timesteps to its 100% target, stopping at
+    that target (the paper's TRPO score at 100% of its progress; ``budget.stop_at_return``), both
+    read from ``results/reference/salimans2017_mujoco_table3.csv``. RL algorithms keep the
+    scale's budget. Environments the paper did not run keep it too."""
+    from esbench.analysis.table1 import load_mujoco_reference
+
+    ref = load_mujoco_reference()
+    full = ref[ref["progress_fraction"] == 1.0].set_index("gymnasium_id")
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        algos = expand_families(entry["algo"])
+        algos = algos if isinstance(algos, list) else [algos]
+        es = [a for a in algos if family_of(a) == "es"]
+        rest = [a for a in algos if a not in es]
+        envs = entry.get("env")
+        env_list = envs if isinstance(envs, list) else [envs]
+        if rest:
+            out.append({**entry, "algo": rest})
+        for env in env_list if es else []:
+            env_id = _env_id(str(env))
+            if env_id not in full.index:
+                out.append({**entry, "algo": es, "env": env})
+                continue
+            row = full.loc[env_id]
+            out.append(
+                {
+                    **entry,
+                    "algo": es,
+                    "env": env,
+                    "budget.timesteps": math.ceil(factor * float(row["es_timesteps"])),
+                    "budget.stop_at_return": float(row["trpo_score"]),
+                }
+            )
+    return out
+
+
+def _env_id(option: str) -> str:
+    """The Gymnasium id of ``conf/env/<option>.yaml`` (the option itself when no such file)."""
+    path = EXPERIMENTS_DIR.parent / "conf" / "env" / f"{option}.yaml"
+    if not path.exists():
+        return option
+    data = yaml.safe_load(path.read_text()) or {}
+    return str((data.get("env") or {}).get("id", option))
+
+
+def expand_families(algo: Any) -> Any:
+    """``"@es"`` / ``"@rl"`` (alone or in a list) -> every registered key of that family, sorted."""
+    items = algo if isinstance(algo, list) else [algo]
+    out: list[str] = []
+    for item in items:
+        text = str(item)
+        if text.startswith("@"):
+            family = text[1:]
+            if family not in FAMILIES:
+                raise RecipeError(f"algo: {text!r} is unknown; allowed: @es, @rl or algorithm keys")
+            out += [k for k in sorted(algorithms(family)) if k not in out]
+        elif text not in out:
+            out.append(text)
+    return out if isinstance(algo, list) or len(out) > 1 else out[0]
 
 
 def merge_overrides(base: list[str], extra: list[str]) -> list[str]:
@@ -282,7 +352,7 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
     steps = int(o.get("budget.timesteps", 1_000_000))
     interval = int(o.get("eval.interval_timesteps", 50_000))
     episodes = int(o.get("eval.episodes", 5))
-    is_es = algo not in STEP_RATES["rl"]
+    is_es = family_of(algo) == "es"
     if env == "atari":
         fs = int(o.get("env.frame_skip", 4))
         cap = int(o.get("env.max_episode_steps", 27_000))

@@ -9,8 +9,6 @@ sweep recomputes nothing.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import logging
 import re
@@ -21,6 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from esbench.config.registry import get_algorithm
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
@@ -30,7 +29,6 @@ from esbench.tracking.wandb_writer import WandbWriter
 log = logging.getLogger(__name__)
 
 Trainer = Callable[[DictConfig, RunStore, MetricsLogger, str], dict[str, Any]]
-TRAINERS: dict[str, Trainer] = {}
 
 # Keys that change where or how fast a run executes, never its numbers: left out of the run id
 # (dotted for nested keys). How ES splits a generation into tasks and batches is one of them: the
@@ -49,24 +47,26 @@ NON_SEMANTIC_KEYS = (
 )
 
 
-def register_trainer(name: str, trainer: Trainer) -> None:
-    """Register the training function for an algorithm name."""
-    TRAINERS[name] = trainer
+def load_components() -> None:
+    """Import what registers into the bottom layer: every ES strategy and RL baseline (the
+    algorithm registry), and the environments (their config checks and resolvers). Every entry
+    point calls this before composing a config (idempotent and cheap after the first call)."""
+    import esbench.baselines.registry
+    import esbench.envs
+    import esbench.policies
+    import esbench.strategies  # noqa: F401 - imports every variant module
 
 
-def load_algorithms() -> None:
-    """Register every algorithm's trainer (and, through the baselines' registry, their schemas)."""
-    if "openai_es" not in TRAINERS:
+def trainer_for(algo: str) -> Trainer:
+    """The training function of ``algo``'s family: the ES loop on Dask, or an SB3 baseline task."""
+    load_components()
+    if get_algorithm(algo).family == "es":
         from esbench.runtime.es_trainer import train_es
 
-        register_trainer("openai_es", train_es)
-    if importlib.util.find_spec("esbench.baselines.registry") is not None:
-        importlib.import_module("esbench.baselines.registry")
+        return train_es
+    from esbench.baselines.trainer import train_baseline
 
-
-def _trainer(name: str) -> Trainer:
-    load_algorithms()
-    return TRAINERS[name]
+    return train_baseline
 
 
 def config_hash(cfg: DictConfig) -> str:
@@ -99,15 +99,23 @@ class RunOutcome:
 
 
 def run(cfg: DictConfig) -> RunOutcome:
-    """Execute (or resume, or skip) the run ``cfg`` describes."""
+    """Execute (or resume, or skip) the run ``cfg`` describes, holding its run directory's lock
+    throughout: a second process on the same run raises
+    :class:`~esbench.tracking.store.RunLockedError` before it touches anything but the lock file."""
     run_id = cfg.run_id or default_run_id(cfg)
     store = RunStore(cfg.results_dir, cfg.experiment, run_id)
+    with store.lock():
+        return _run_locked(cfg, store, run_id)
+
+
+def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:
+    """The body of :func:`run`, with the run directory locked."""
     if store.is_complete and cfg.resume:
         print(f"esbench: run {run_id} is already complete: {store.dir}", flush=True)
         return RunOutcome(store.dir, "skipped", store.read_summary())
     if not cfg.resume:
         store.clear()
-    trainer = _trainer(cfg.algo.name)
+    trainer = trainer_for(str(cfg.algo.name))
     store.write_config(cfg)
     store.write_env_record(workers=0)
     env_id = resolved_env_id(cfg.env)
@@ -131,6 +139,7 @@ def run(cfg: DictConfig) -> RunOutcome:
             job_type=cfg.algo.name,
             tags=tags,
             config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+            init_timeout_s=float(cfg.tracker.init_timeout_s),
         )
         writers.append(wandb_writer)
     logger = MetricsLogger(store, writers)
@@ -138,6 +147,7 @@ def run(cfg: DictConfig) -> RunOutcome:
     exit_code = 1
     try:
         summary = trainer(cfg, store, logger, run_key)
+        summary.setdefault("stopped_at_return", False)  # TODO(#15): RL baselines' stop-at-target
         summary.update(
             status="complete",
             run_id=run_id,

@@ -9,6 +9,7 @@ are skipped by the runner, so a sweep run again recomputes nothing.
 from __future__ import annotations
 
 import sys
+import traceback
 from pathlib import Path
 
 import hydra
@@ -18,6 +19,12 @@ from esbench.config.compose import CONF_DIR, compose_run_config
 from esbench.config.schema import register_configs
 
 FAILED_JOBS: list[list[str]] = []
+
+
+def print_job_failure(overrides: list[str], exc: BaseException) -> None:
+    """Report one failed sweep job with its overrides and traceback."""
+    print(f"esbench: job FAILED: {' '.join(overrides)}", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
 def expand_sweep(overrides: list[str]) -> list[list[str]]:
@@ -49,12 +56,11 @@ def job_overrides_of(cfg: DictConfig) -> list[str]:
 
 def sweep_job(cfg: DictConfig) -> str:
     """One Hydra job: run the config; a failure is reported and recorded, not raised."""
-    from esbench.cli import print_job_failure
     from esbench.config.validate import validate
-    from esbench.runner import load_algorithms, run
+    from esbench.runner import load_components, run
 
     try:
-        load_algorithms()  # a fresh Dask worker process has not registered the baselines yet
+        load_components()  # a fresh Dask worker process has not registered the algorithms yet
         validate(cfg)
         return run(cfg).status
     except Exception as e:

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from esbench.analysis.cli import main
 from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
-from esbench.analysis.synthetic import write_run
+from tests.synthetic_store import write_run
 
 T = np.arange(0, 1001, 250)
 ES_T = np.arange(0, 2001, 250)

@@ -17,7 +17,7 @@ from esbench.analysis.stats import (
     iqm_ci,
     mean_ci,
 )
-from esbench.analysis.synthetic import write_run
+from tests.synthetic_store import write_run
 
 T = [0, 250, 500, 750, 1000]
 

@@ -7,8 +7,8 @@ import pytest
 
 from esbench.analysis.curves import first_reach
 from esbench.analysis.load import load_results
-from esbench.analysis.synthetic import write_run
 from esbench.analysis.table1 import load_mujoco_reference, progress_targets, ratio_entry, table1
+from tests.synthetic_store import write_run
 
 TRPO_T = np.arange(0, 1001, 250)  # 0, 250, 500, 750, 1000
 ES_T = np.arange(0, 2001, 250)

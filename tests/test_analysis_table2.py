@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from esbench.analysis.load import load_results
-from esbench.analysis.synthetic import write_run
 from esbench.analysis.table2 import count_wins, load_atari_reference, published_wins, table2
+from tests.synthetic_store import write_run
 
 
 def test_published_counts_are_23_wins_28_losses() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from esbench.analysis.load import load_results
-from esbench.analysis.synthetic import write_run
 from esbench.analysis.time_to_score import display_time_to_score, time_to_common_score, write_time_to_score
+from tests.synthetic_store import write_run
 
 T = np.array([0.0, 100.0, 200.0, 300.0, 400.0])
 

@@ -163,7 +163,7 @@ def test_every_algo_env_specialization_names_an_existing_pair() -> None:
 
 
 def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
-    from esbench.envs.atari_bench import format_atari_bench
+    from esbench.bench.atari import format_atari_bench
 
     result = {
         "env_id": "ALE/Pong-v5",

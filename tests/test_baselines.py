@@ -104,7 +104,7 @@ def test_killed_baseline_resumes_to_identical_results(tmp_path: Path) -> None:
             if (
                 metrics
                 and len(metrics[0].read_text().splitlines()) > 3
-                and (metrics[0].parent / "checkpoint.pkl").exists()
+                and (metrics[0].parent / "checkpoint.npz").exists()
             ):
                 break
             time.sleep(0.05)

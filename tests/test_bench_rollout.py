@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from esbench.bench_rollout import record_generation, replay, rollout_breakdown
+from esbench.bench.rollout import record_generation, replay, rollout_breakdown
 from esbench.config.compose import compose_run_config
 from esbench.envs import make_env
 from esbench.runtime.worker import RunSpec, get_context

@@ -49,7 +49,7 @@ def test_run_writes_the_store_and_a_second_call_skips_it(tmp_path: Path) -> None
     esbench("run", *PENDULUM, "budget.timesteps=5000", "experiment=store_check", f"results_dir={tmp_path}")
     run_dir = only_run_dir(tmp_path)
     assert run_dir.parent.name == "store_check"
-    for name in ("config.yaml", "metrics.csv", "summary.json", "env.json", "checkpoint.pkl"):
+    for name in ("config.yaml", "metrics.csv", "summary.json", "env.json", "checkpoint.npz"):
         assert (run_dir / name).exists(), name
     summary = json.loads((run_dir / "summary.json").read_text())
     for key in ("final_eval_return", "total_timesteps", "wall_clock_s", "steps_per_s", "params_sha256"):
@@ -102,8 +102,8 @@ def test_nan_rewards_are_excluded_counted_and_warned(tmp_path: Path) -> None:
     proc = esbench(
         "run",
         *PENDULUM,
-        "env.id=esbench/NaNReward-v0",
-        "env.kind=debug",
+        "env.id=tests.fault_envs:esbench/NaNReward-v0",
+        "env.kind=custom",
         "budget.timesteps=8000",
         f"results_dir={tmp_path}",
     )
@@ -118,8 +118,8 @@ def test_lost_worker_mid_generation_gives_identical_results(tmp_path: Path) -> N
     """A worker process dies (os._exit) inside a task; Dask recomputes it elsewhere."""
     base = [
         *PENDULUM,
-        "env.id=esbench/CrashOnce-v0",
-        "env.kind=debug",
+        "env.id=tests.fault_envs:esbench/CrashOnce-v0",
+        "env.kind=custom",
         "budget.timesteps=8000",
         "+env.kwargs.crash_at_reset=5",  # each lockstep slot has its own env and reset count
         "cluster.n_workers=2",
@@ -207,6 +207,7 @@ def dask_processes(tmp_path: Path):
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
                 cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},  # tests.fault_envs, imported by env id
             )
         )
     try:

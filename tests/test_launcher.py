@@ -13,7 +13,7 @@ from tests.conftest import SMALL, esbench, read_run
 from tests.test_es_run import dask_processes  # noqa: F401  (a real `dask scheduler` + 2 workers)
 
 DASK = ["-m", "hydra/launcher=dask", "env=inverted_pendulum", "budget=smoke", *SMALL, "cluster.n_workers=2"]
-NAN_ENV = ["env.id=esbench/NaNReward-v0", "env.kind=debug"]
+NAN_ENV = ["env.id=tests.fault_envs:esbench/NaNReward-v0", "env.kind=custom"]
 BASES = "+env.kwargs.base_id=InvertedPendulum-v5,NoSuchEnv-v9"  # the second fails at run time only
 
 

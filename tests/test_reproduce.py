@@ -7,25 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from esbench.config.compose import CONF_DIR
 from esbench.recipes import SCALES, RecipeError, all_jobs, get_recipe, load_recipes
 from tests.conftest import esbench
 
-RECIPES = ("table1", "table2", "frameskip", "scaling", "curves")
-
-
-def _have(*configs: str) -> bool:
-    return all((CONF_DIR / f"{c}.yaml").exists() for c in configs)
-
-
-def _needed(recipe: str) -> tuple[str, ...]:
-    return {
-        "table1": ("algo/trpo",),
-        "table2": ("algo/a2c", "env/atari"),
-        "frameskip": ("algo/a2c", "env/atari"),
-        "scaling": (),
-        "curves": ("algo/trpo", "algo/ppo"),
-    }[recipe]
+RECIPES = ("table1", "table2", "frameskip", "scaling", "curves", "es_family")
 
 
 def test_every_target_has_a_recipe_with_three_scales() -> None:
@@ -42,8 +27,6 @@ def test_every_target_has_a_recipe_with_three_scales() -> None:
 
 @pytest.mark.parametrize("name", RECIPES)
 def test_smoke_and_mini_jobs_compose_and_validate(name: str) -> None:
-    if not _have(*_needed(name)):
-        pytest.skip(f"{name} needs {_needed(name)}, not there yet")
     from esbench.sweep import validate_sweep
 
     for scale in ("smoke", "mini"):
@@ -104,7 +87,7 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
     [
         (
             ["tabel1", "scale=smoke"],
-            "unknown recipe 'tabel1'; allowed: curves, frameskip, scaling, table1, table2, all",
+            "unknown recipe 'tabel1'; allowed: curves, es_family, frameskip, scaling, table1, table2, all",
         ),
         (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper"),
         (["table1"], "scale='' is unknown; allowed: smoke, mini, paper"),
@@ -130,8 +113,6 @@ def test_unreachable_scheduler_fails_fast_with_advice(tmp_path: Path) -> None:
 
 
 def test_reproduce_table1_smoke_end_to_end(tmp_path: Path) -> None:
-    if not _have("algo/trpo"):
-        pytest.skip("TRPO baseline not there yet")
     args = ["table1", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
     proc = esbench("reproduce", *args, timeout=500)
     report = tmp_path / "paper" / "table1" / "REPORT.md"
@@ -142,9 +123,6 @@ def test_reproduce_table1_smoke_end_to_end(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_reproduce_all_smoke(tmp_path: Path) -> None:
-    missing = [r for r in RECIPES if not _have(*_needed(r))]
-    if missing:
-        pytest.skip(f"recipes waiting for their configs: {missing}")
     args = ["all", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
     esbench("reproduce", *args, timeout=1800)
     for name in RECIPES:

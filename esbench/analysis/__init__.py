@@ -13,5 +13,4 @@ directory into tidy tables; everything else draws from those.
 - :mod:`~esbench.analysis.report`: ``build_report`` writes ``REPORT.md`` with tables and figures.
 - :mod:`~esbench.analysis.cli`: ``esbench report TARGET ...``; :mod:`~esbench.analysis.wandb_report`:
   the same report in W&B (online mode only).
-- :mod:`~esbench.analysis.synthetic`: write synthetic runs in the store layout (tests, demos).
 """

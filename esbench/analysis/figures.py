@@ -19,31 +19,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from esbench.analysis.curves import aggregate_curves, normalized_iqm_curve
+from esbench.config.registry import colour_of, label_of
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black last; yellow left out: too pale on white).
 OKABE_ITO: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-
-#: Fixed colour per algorithm, so an algorithm looks the same in every figure of every report.
-ALGO_COLORS: dict[str, str] = {
-    "openai_es": "#0072B2",
-    "trpo": "#D55E00",
-    "a2c": "#009E73",
-    "ppo": "#CC79A7",
-    "dqn": "#E69F00",
-    "ars": "#56B4E9",
-    "cma_es": "#000000",
-}
-
-ALGO_LABELS: dict[str, str] = {
-    "openai_es": "ES (OpenAI)",
-    "trpo": "TRPO",
-    "a2c": "A2C (sync. A3C)",
-    "ppo": "PPO",
-    "dqn": "DQN",
-    "ars": "ARS",
-    "cma_es": "CMA-ES",
-    "eggroll": "EGGROLL",
-}
 
 X_LABELS: dict[str, str] = {
     "timesteps": "Environment timesteps (agent steps)",
@@ -80,15 +59,14 @@ def _style() -> Any:
 
 
 def algo_color(algo: str) -> str:
-    """The fixed colour of ``algo`` (unknown names get a stable palette entry by name)."""
-    if algo in ALGO_COLORS:
-        return ALGO_COLORS[algo]
-    return OKABE_ITO[sum(map(ord, algo)) % len(OKABE_ITO)]
+    """The fixed colour of ``algo`` from the registry, so it looks the same in every figure of
+    every report (an unregistered name gets a stable palette entry by name)."""
+    return colour_of(algo, default=OKABE_ITO[sum(map(ord, algo)) % len(OKABE_ITO)])
 
 
 def algo_label(algo: str) -> str:
-    """Human-readable algorithm name for legends."""
-    return ALGO_LABELS.get(algo, algo)
+    """Human-readable algorithm name for legends (the registry's label)."""
+    return label_of(algo)
 
 
 def new_figure(
@@ -244,11 +222,14 @@ def plot_scaling(table: pd.DataFrame, stem: str | Path) -> list[Path]:
         table: :func:`esbench.analysis.scaling.scaling_table`.
         stem: Output path without suffix.
     """
-    keys = sorted({(str(a), str(e)) for a, e in zip(table["algo"], table["env_id"], strict=True)})
+    if "cluster" not in table.columns:
+        table = table.assign(cluster="local")
+    keys = sorted({tuple(map(str, k)) for k in table[["algo", "env_id", "cluster"]].itertuples(index=False)})
     fig, axes = new_figure(len(keys))
     with _style():
-        for ax, (algo, env_id) in zip(axes, keys, strict=True):
-            g = table[(table["algo"] == algo) & (table["env_id"] == env_id)].sort_values("workers")
+        for ax, (algo, env_id, cluster) in zip(axes, keys, strict=True):
+            g = table[(table["algo"] == algo) & (table["env_id"] == env_id) & (table["cluster"] == cluster)]
+            g = g.sort_values("workers")
             w = g["workers"].to_numpy(float)
             ax.plot(
                 w, g["ideal_speedup"].to_numpy(float), color="#000000", linestyle=":", label="ideal (linear)"
@@ -270,7 +251,7 @@ def plot_scaling(table: pd.DataFrame, stem: str | Path) -> list[Path]:
                 label="throughput (timesteps/s)",
             )
             ax.set_xticks(w)
-            ax.set_title(f"{algo_label(algo)} on {g['env_name'].iloc[0]}")
+            ax.set_title(f"{algo_label(algo)} on {g['env_name'].iloc[0]} ({cluster})")
             ax.set_xlabel("Workers (processes)")
             ax.set_ylabel(f"Speedup over {int(w[0])} worker(s) (x)")
             ax.legend(loc="best", frameon=False)

@@ -8,8 +8,11 @@ count: only wall-clock time changes. Per (algorithm, environment, workers) we me
   environment reached, so each run has a time), as in the paper's Fig. 1;
 * throughput: mean over seeds of training timesteps per wall-clock second.
 
-Speedups are relative to the fewest workers measured; the ideal (linear) speedup is
-``workers / min_workers`` and efficiency is speedup / ideal.
+Speedups are relative to the fewest workers measured on the same kind of cluster; the ideal
+(linear) speedup is ``workers / min_workers`` and efficiency (per worker) is speedup / ideal. The
+kinds are kept apart: ``local`` (a LocalCluster, scheduler inside the driver) and ``processes`` (a
+``dask scheduler`` process and ``dask worker`` processes over TCP, as on a cluster; more workers
+than cores is oversubscribed).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ SCALING_COLUMNS: tuple[str, ...] = (
     "algo",
     "env_id",
     "env_name",
+    "cluster",
     "workers",
     "n_seeds",
     "threshold",
@@ -54,22 +58,24 @@ def scaling_table(
     threshold: float | None = None,
     partial: set[tuple[object, ...]] | None = None,
 ) -> pd.DataFrame:
-    """Speedup against workers for every (algo, env_id).
+    """Speedup against workers for every (algo, env_id, cluster kind).
 
     Args:
         runs: Complete runs of the run table (``steps_per_s``, ``workers``).
         curves: The curve table of those runs.
         threshold: Score to reach; default per (algo, env) the min over runs of each run's best
             evaluation.
-        partial: (algo, env_id, workers) keys marked partial.
+        partial: (algo, env_id, cluster, workers) or (algo, env_id, workers) keys marked partial.
 
     Returns:
         DataFrame with columns :data:`SCALING_COLUMNS`, one row per worker count.
     """
     partial = partial or set()
+    if "cluster" not in runs.columns:
+        runs = runs.assign(cluster="local")
     rows = []
-    for (algo, env_id), group in runs.groupby(["algo", "env_id"], sort=True):
-        cur = curves[(curves["algo"] == algo) & (curves["env_id"] == env_id)]
+    for (algo, env_id, cluster), group in runs.groupby(["algo", "env_id", "cluster"], sort=True):
+        cur = curves[curves["run_id"].isin(group["run_id"])]
         best = cur.groupby("run_id")["eval_return_mean"].max()
         thr = float(best.min()) if threshold is None and len(best) else threshold
         per_w = []
@@ -84,12 +90,14 @@ def scaling_table(
                     "algo": algo,
                     "env_id": env_id,
                     "env_name": str(wg["env_name"].iloc[0]),
+                    "cluster": str(cluster),
                     "workers": workers,
                     "n_seeds": len(wg),
                     "threshold": thr,
                     "time_to_threshold_s": float(np.median(finite)) if finite else float("nan"),
                     "steps_per_s": float(wg["steps_per_s"].astype(float).mean()),
-                    "partial": (algo, env_id, workers) in partial,
+                    "partial": (algo, env_id, cluster, workers) in partial
+                    or (algo, env_id, workers) in partial,
                 }
             )
         base = per_w[0]
@@ -114,6 +122,7 @@ def write_scaling(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
         {
             "Environment": [f"{r.env_name}{' *' if r.partial else ''}" for r in table.itertuples()],
             "Algorithm": table["algo"].tolist(),
+            "Cluster": table["cluster"].tolist(),
             "Workers": [str(int(w)) for w in table["workers"]],
             "Seeds": [str(n) for n in table["n_seeds"]],
             "Time to threshold (s)": [fmt_num(v) for v in table["time_to_threshold_s"]],
@@ -121,12 +130,17 @@ def write_scaling(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
             "Ideal": [fmt_num(v) for v in table["ideal_speedup"]],
             "Speedup (time)": [fmt_num(v) for v in table["speedup_time"]],
             "Speedup (throughput)": [fmt_num(v) for v in table["speedup_throughput"]],
+            "Efficiency per worker (time)": [fmt_num(v, 2) for v in table["efficiency_time"]],
+            "Efficiency per worker (throughput)": [fmt_num(v, 2) for v in table["efficiency_throughput"]],
         }
     )
     notes = (
         "Time to threshold: median over seeds of the first wall-clock second at which the evaluation "
-        "score reaches the threshold (the highest score every run reached). Speedups relative to the "
-        "fewest workers; Ideal = linear speedup."
+        "score reaches the threshold (the highest score every run of the algorithm, environment and "
+        "cluster kind reached). Speedups relative to the fewest workers of the same cluster kind; Ideal = "
+        "linear speedup; efficiency per worker = speedup / ideal. Cluster: local = Dask LocalCluster "
+        "(scheduler in the driver process); processes = a `dask scheduler` process and `dask worker` "
+        "processes over TCP on this machine (workers beyond its cores are oversubscribed)."
     )
     if table["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."

@@ -1,9 +1,18 @@
 """Table 2 of Salimans et al. (2017): final Atari scores of ES and A2C (the synchronous A3C).
 
-Our score per game is the mean over seeds of each run's final evaluation (deterministic policy,
-fixed evaluation seeds), with a 95% bootstrap CI. Wins are counted as the paper counts them: ES
-beats A3C on a game when its score is strictly higher; otherwise it is a loss. The published
-DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on ``gymnasium_id``.
+Our score per game is the mean over seeds of each run's final evaluation (fixed evaluation seeds;
+by default ES acts deterministically and A2C samples its policy, as A3C's published scores were
+obtained: :mod:`esbench.config.eval_protocol`; the notes say how the runs did), with a 95%
+bootstrap CI. Wins are counted as the paper counts
+them: ES beats A3C on a game when its score is strictly higher; otherwise it is a loss. The
+published DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on
+``gymnasium_id``.
+
+Every score, ours and the paper's, is also given human-normalized,
+``(score - random) / (human - random)`` (:func:`human_normalized`): 0 is random play, 1 the human
+tester, with the random and human scores of Wang et al. (2016) under no-op starts
+(``results/reference/wang2016_atari_random_human.csv``). A raw 0 on Enduro is random play; a raw
+0 on Space Invaders is far below it (random: 148): only the normalized score says which.
 """
 
 from __future__ import annotations
@@ -12,13 +21,20 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from esbench.analysis.load import is_es
+from esbench.analysis.load import config_value, is_es, read_config
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.table1 import REFERENCE_DIR
 from esbench.analysis.tables import fmt_num, write_table
+from esbench.config.eval_protocol import eval_protocol
+from esbench.tracking.schema import CONFIG_FILE
 
 ATARI_REFERENCE = REFERENCE_DIR / "salimans2017_atari_table2.csv"
+HUMAN_RANDOM_REFERENCE = REFERENCE_DIR / "wang2016_atari_random_human.csv"
+
+#: Scores that get a human-normalized twin ``<name>_hns`` in :func:`table2`.
+HNS_SCORES: tuple[str, ...] = ("es_score", "rl_score", "paper_dqn", "paper_a3c", "paper_es")
 
 TABLE2_COLUMNS: tuple[str, ...] = (
     "game",
@@ -39,12 +55,93 @@ TABLE2_COLUMNS: tuple[str, ...] = (
     "n_seeds_es",
     "n_seeds_rl",
     "partial",
+    "random",
+    "human",
+    "es_score_hns",
+    "rl_score_hns",
+    "paper_dqn_hns",
+    "paper_a3c_hns",
+    "paper_es_hns",
+    "rl_eval",
 )
 
 
-def load_atari_reference(path: str | Path = ATARI_REFERENCE) -> pd.DataFrame:
-    """The published Table 2 (51 games; DQN cells empty where the paper has none)."""
-    return pd.read_csv(path)
+def load_atari_reference(
+    path: str | Path = ATARI_REFERENCE, human_random: str | Path | None = HUMAN_RANDOM_REFERENCE
+) -> pd.DataFrame:
+    """The published Table 2 (51 games; DQN cells empty where the paper has none), with each
+    game's published ``random`` and ``human`` scores and their ``random_human_source``.
+
+    Args:
+        path: The Table 2 CSV (``game, gymnasium_id, dqn, a3c_ff_1day, es_ff_1hour``).
+        human_random: The random/human CSV (``game, gymnasium_id, random, human, source``), joined
+            on ``gymnasium_id``; None leaves those columns out.
+    """
+    reference = pd.read_csv(path)
+    if human_random is None:
+        return reference
+    scores = pd.read_csv(human_random)[["gymnasium_id", "random", "human", "source"]]
+    scores = scores.rename(columns={"source": "random_human_source"})
+    return reference.merge(scores, on="gymnasium_id", how="left")
+
+
+def human_normalized(score: ArrayLike, random: ArrayLike, human: ArrayLike) -> np.ndarray:
+    """``(score - random) / (human - random)``, elementwise: 0 is random play, 1 the human tester.
+
+    Args:
+        score: Shape (n,) (or a scalar): raw game scores.
+        random: Shape (n,): the random agent's score per game.
+        human: Shape (n,): the human tester's score per game.
+
+    Returns:
+        Shape (n,) float; NaN where any input is NaN or ``human == random`` (no scale).
+    """
+    s, r, h = (np.asarray(x, dtype=float) for x in (score, random, human))
+    scale = h - r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scale != 0, (s - r) / np.where(scale != 0, scale, 1.0), np.nan)
+
+
+def median_hns(table: pd.DataFrame) -> dict[str, float]:
+    """Median human-normalized score over the games of ``table`` with a finite value, per column.
+
+    Args:
+        table: :func:`table2`'s output.
+
+    Returns:
+        ``{"es_score_hns": ..., "rl_score_hns": ..., "paper_a3c_hns": ..., ...}`` (NaN where no
+        game has one).
+    """
+    out = {}
+    for name in HNS_SCORES:
+        values = table[f"{name}_hns"].to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        out[f"{name}_hns"] = float(np.median(values)) if len(values) else float("nan")
+    return out
+
+
+def run_eval_labels(runs: pd.DataFrame) -> pd.Series:
+    """How each run acted at evaluation (``sampled``, ``deterministic``, ``epsilon-greedy (0.05)``),
+    read from its ``config.yaml``; "" where the run table has no ``path`` or the config is unreadable.
+
+    Args:
+        runs: The run table (one row per run, with ``path``).
+
+    Returns:
+        Strings indexed like ``runs``.
+    """
+    labels = []
+    for path in runs["path"] if "path" in runs.columns else [None] * len(runs):
+        label = ""
+        if isinstance(path, str) and (Path(path) / CONFIG_FILE).is_file():
+            try:
+                config = read_config(Path(path) / CONFIG_FILE)
+            except Exception:  # the loader already reported an unreadable config
+                config = None
+            if config is not None and config_value(config, "algo.name") is not None:
+                label = eval_protocol(config).label
+        labels.append(label)
+    return pd.Series(labels, index=runs.index, dtype=object)
 
 
 def count_wins(es_scores: np.ndarray, rl_scores: np.ndarray) -> tuple[int, int]:
@@ -82,22 +179,28 @@ def table2(
 
     Args:
         runs: The complete runs of the run table (``final_eval_return`` per run).
-        reference: :func:`load_atari_reference`; None leaves the paper columns NaN.
+        reference: :func:`load_atari_reference`; None leaves the paper columns (and the
+            random / human scores, hence every human-normalized one) NaN.
         rl_algo: The A3C stand-in (A2C, synchronous A3C).
         rng: Generator for the bootstrap CIs; default ``default_rng(0)``.
         partial: (algo, env_id) keys with missing runs or too few seeds.
 
     Returns:
         DataFrame with columns :data:`TABLE2_COLUMNS`, one row per (game, ES algo); games with
-        only one side have NaN on the other and ``es_wins`` NaN.
+        only one side have NaN on the other and ``es_wins`` NaN. ``<score>_hns`` is the
+        human-normalized twin of each of :data:`HNS_SCORES` (from the reference's ``random`` and
+        ``human``); ``rl_eval`` says how ``rl_algo``'s runs acted at evaluation
+        (:func:`run_eval_labels`, distinct labels joined by ", ").
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     partial = partial or set()
     ref = reference if reference is not None else pd.DataFrame(columns=["game", "gymnasium_id"])
     rows = []
+    labels = run_eval_labels(runs)
     for env_id, env in runs.groupby("env_id", sort=True):
         es_algos = sorted(a for a in env["algo"].unique() if is_es(a)) or [""]
         rl = env[env["algo"] == rl_algo]["final_eval_return"].to_numpy(float)
+        rl_eval = ", ".join(sorted({str(x) for x in labels[env.index[env["algo"] == rl_algo]] if x}))
         rl_mean, rl_low, rl_high = mean_ci(rl, rng) if len(rl) else (np.nan, np.nan, np.nan)
         match = ref[ref["gymnasium_id"] == env_id]
 
@@ -130,13 +233,25 @@ def table2(
                     "n_seeds_es": len(es),
                     "n_seeds_rl": len(rl),
                     "partial": (es_algo, env_id) in partial or (rl_algo, env_id) in partial,
+                    "random": paper("random"),
+                    "human": paper("human"),
+                    "rl_eval": rl_eval,
                 }
             )
-    return pd.DataFrame(rows, columns=list(TABLE2_COLUMNS))
+    table = pd.DataFrame(rows, columns=list(TABLE2_COLUMNS))
+    for name in HNS_SCORES:
+        table[f"{name}_hns"] = human_normalized(table[name], table["random"], table["human"])
+    return table
+
+
+def fmt_hns(value: float) -> str:
+    """A human-normalized score as a percentage with 3 significant digits (``"—"`` for NaN)."""
+    return f"{fmt_num(100.0 * value, 3)}%" if np.isfinite(value) else "—"
 
 
 def display_table2(table: pd.DataFrame) -> pd.DataFrame:
-    """Formatted strings; the higher of our ES/A2C scores is marked with ``†``."""
+    """Formatted strings; the higher of our ES/A2C scores is marked with ``†``; human-normalized
+    scores (HNS) in percent beside the raw ones."""
 
     def score(mean: float, low: float, high: float, best: bool) -> str:
         text = fmt_num(mean, 4)
@@ -152,12 +267,39 @@ def display_table2(table: pd.DataFrame) -> pd.DataFrame:
                 "Game": f"{r.game}{' *' if r.partial else ''}",
                 "ES (ours)": score(r.es_score, r.es_low, r.es_high, decided and bool(r.es_wins)),
                 "A2C (ours)": score(r.rl_score, r.rl_low, r.rl_high, decided and not bool(r.es_wins)),
+                "ES HNS": fmt_hns(r.es_score_hns),
+                "A2C HNS": fmt_hns(r.rl_score_hns),
                 "DQN (paper)": fmt_num(r.paper_dqn, 4) or "—",
                 "A3C FF (paper)": fmt_num(r.paper_a3c, 4) or "—",
                 "ES FF (paper)": fmt_num(r.paper_es, 4) or "—",
+                "A3C FF HNS (paper)": fmt_hns(r.paper_a3c_hns),
+                "ES FF HNS (paper)": fmt_hns(r.paper_es_hns),
             }
         )
     return pd.DataFrame(rows)
+
+
+def hns_note(table: pd.DataFrame) -> str:
+    """One sentence: what HNS is, and the median HNS of each side over the table's games."""
+    med = median_hns(table)
+    return (
+        "HNS: human-normalized score (score - random) / (human - random), in %: 0% plays like a random "
+        "agent, 100% like the human tester (random and human scores: Wang et al. 2016, no-op starts). "
+        f"Median HNS over these games: ES (ours) {fmt_hns(med['es_score_hns'])}, "
+        f"A2C (ours) {fmt_hns(med['rl_score_hns'])}; paper: ES FF {fmt_hns(med['paper_es_hns'])}, "
+        f"A3C FF {fmt_hns(med['paper_a3c_hns'])}."
+    )
+
+
+def eval_note(table: pd.DataFrame) -> str:
+    """One sentence on how the baseline's runs acted at evaluation ("" when no run says)."""
+    labels = sorted({part for cell in table["rl_eval"] for part in str(cell).split(", ") if part})
+    if not labels:
+        return ""
+    return (
+        f" Evaluation: ES deterministic; A2C {' / '.join(labels)} "
+        "(eval.policy; A3C's published scores come from sampling its policy)."
+    )
 
 
 def write_table2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
@@ -169,7 +311,9 @@ def write_table2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
         f"Ours: ES beats A2C on {wins} of {wins + losses} games (strictly higher mean final score). "
         f"Paper, on these games: ES FF beats A3C FF on {pw} of {pw + pl}. "
         "Scores: mean over seeds of the final evaluation [95% bootstrap CI]; † marks the higher of ours. "
-        "Our budgets are far below the paper's (ES 1B frames, A3C 320M)."
+        "Our budgets are far below the paper's (ES 1B frames, A3C 320M). "
+        + hns_note(table)
+        + eval_note(table)
     )
     if table["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."

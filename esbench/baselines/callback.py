@@ -5,7 +5,9 @@ timesteps (``n_envs`` per vectorized step: the steps really taken, SB3's ``total
 only a lower bound), Atari frames (``info["frames"]``, no-op resets included, as ES counts them),
 finished episodes (SB3 ``Monitor``'s ``info["episode"]``) and their returns (unclipped on Atari:
 ``info["raw_reward"]`` summed). Every ``cfg.eval.interval_timesteps`` steps it evaluates the
-deterministic policy (:mod:`esbench.baselines.evaluation`) and emits one row with exactly the
+policy the way ``cfg.eval.policy`` says (:mod:`esbench.baselines.evaluation`: sampled on Atari for the
+policy-gradient baselines, epsilon-greedy for DQN, deterministic elsewhere; its random numbers are
+derived from the run seed and the timestep, so training is unchanged) and emits one row with exactly the
 columns of :data:`esbench.tracking.schema.METRIC_COLUMNS`. At the start of a rollout, once every
 ``cfg.checkpoint_every`` rows, it emits a snapshot (:mod:`esbench.baselines.checkpoint`).
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -26,27 +27,10 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from esbench.baselines.checkpoint import snapshot
 from esbench.baselines.evaluation import evaluate
+from esbench.baselines.progress import Progress
+from esbench.config.eval_protocol import eval_protocol
 
-
-@dataclass
-class Progress:
-    """Counters carried across rows and checkpoints (pickled in every snapshot)."""
-
-    timesteps: int = 0
-    frames: int = 0
-    episodes: int = 0
-    eval_timesteps: int = 0
-    rows: int = 0  # rows emitted so far (= the next row's ``generation``)
-    cpu_s: float = 0.0
-    wall_clock_s: float = 0.0
-    next_eval_at: int = 0
-    next_checkpoint_at: int = 0  # in rows
-    last_eval_timesteps: int = -1
-    last_eval: tuple[float, float] = (math.nan, math.nan)
-    best_eval: float = -math.inf
-    finished: bool = False
-    returns: list[float] = field(default_factory=list)  # finished training episodes since the last row
-    episode_raw: list[float] = field(default_factory=list)  # Atari: running unclipped return per env
+__all__ = ["MetricsCallback", "Progress", "policy_vector"]
 
 
 def policy_vector(model: Any) -> np.ndarray:
@@ -86,6 +70,7 @@ class MetricsCallback(BaseCallback):
         self.task = task
         self.atari = cfg.env.kind == "atari"
         self.interval = int(cfg.eval.interval_timesteps)
+        self.protocol = eval_protocol(cfg, family="rl")
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()
         self._wall_base = progress.wall_clock_s
@@ -142,6 +127,9 @@ class MetricsCallback(BaseCallback):
                 int(self.cfg.eval.seed),
                 int(self.cfg.eval.episodes),
                 unwrap_vec_normalize(self.training_env),
+                protocol=self.protocol,
+                run_seed=int(self.cfg.seed),
+                timestep=p.timesteps,
             )
             p.eval_timesteps += steps
             p.last_eval = evaluated = (mean, std)

@@ -5,10 +5,10 @@ Each dataclass is the schema of ``conf/algo/<name>.yaml``; field constraints (``
 hyperparameters of rl-baselines3-zoo (``hyperparams/{trpo,a2c,ppo,dqn}.yml``, DLR-RM/rl-baselines3-zoo);
 the YAML files cite the entry each value comes from.
 
-Per-env-kind differences are explicit: the plain fields hold the values for MuJoCo (and the ``debug``
-fault-injection envs, which wrap MuJoCo tasks); ``classic_overrides`` and ``atari_overrides`` replace
-some of them when ``env.kind`` is ``classic`` or ``atari``. A per-kind value wins over the plain
-field, so to change it from the command line set the override, e.g.
+Per-env-kind differences are explicit: the plain fields hold the values for MuJoCo (and ``custom``
+envs, such as the tests' fault-injection envs, which wrap MuJoCo tasks); ``classic_overrides`` and
+``atari_overrides`` replace some of them when ``env.kind`` is ``classic`` or ``atari``. A per-kind
+value wins over the plain field, so to change it from the command line set the override, e.g.
 ``algo.atari_overrides.n_envs=8``. :func:`resolve_hparams` returns the values a run actually uses.
 """
 
@@ -16,17 +16,34 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
+from esbench.config.errors import ConfigError
+from esbench.config.registry import get_algorithm
 from esbench.config.schema import _c
-from esbench.config.validate import ConfigError, check_fields
+from esbench.config.validate import check_fields
 
 
 @dataclass
 class TRPOConfig:
     """TRPO (Schulman et al. 2015), sb3-contrib's ``TRPO``: zoo ``trpo.yml`` MuJoCo entries."""
+
+    #: Hyperparameters passed to the SB3 constructor as they are (besides learning_rate, gamma).
+    sb3_keys: ClassVar[tuple[str, ...]] = (
+        "n_steps",
+        "batch_size",
+        "gae_lambda",
+        "cg_max_steps",
+        "cg_damping",
+        "line_search_shrinking_factor",
+        "line_search_max_iter",
+        "n_critic_updates",
+        "target_kl",
+        "sub_sampling_factor",
+        "normalize_advantage",
+    )
 
     name: str = "trpo"
     n_envs: int = _c(2, ge=1)
@@ -53,6 +70,18 @@ class TRPOConfig:
 class A2CConfig:
     """A2C, the synchronous A3C (Mnih et al. 2016), SB3's ``A2C``: zoo ``a2c.yml``."""
 
+    #: Hyperparameters passed to the SB3 constructor as they are (besides learning_rate, gamma).
+    sb3_keys: ClassVar[tuple[str, ...]] = (
+        "n_steps",
+        "gae_lambda",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+        "use_rms_prop",
+        "rms_prop_eps",
+        "normalize_advantage",
+    )
+
     name: str = "a2c"
     n_envs: int = _c(1, ge=1)
     normalize: bool = True
@@ -75,6 +104,19 @@ class A2CConfig:
 @dataclass
 class PPOConfig:
     """PPO (Schulman et al. 2017), SB3's ``PPO``: zoo ``ppo.yml``."""
+
+    #: Hyperparameters passed to the SB3 constructor as they are (besides learning_rate, gamma).
+    sb3_keys: ClassVar[tuple[str, ...]] = (
+        "n_steps",
+        "batch_size",
+        "n_epochs",
+        "gae_lambda",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+        "target_kl",
+        "normalize_advantage",
+    )
 
     name: str = "ppo"
     n_envs: int = _c(1, ge=1)
@@ -104,6 +146,22 @@ class DQNConfig:
     DQN cannot act in MuJoCo, so its plain fields hold the classic-control values (zoo CartPole-v1).
     """
 
+    #: Hyperparameters passed to the SB3 constructor as they are (besides learning_rate, gamma).
+    sb3_keys: ClassVar[tuple[str, ...]] = (
+        "buffer_size",
+        "learning_starts",
+        "batch_size",
+        "tau",
+        "train_freq",
+        "gradient_steps",
+        "target_update_interval",
+        "exploration_fraction",
+        "exploration_initial_eps",
+        "exploration_final_eps",
+        "max_grad_norm",
+        "optimize_memory_usage",
+    )
+
     name: str = "dqn"
     n_envs: int = _c(1, ge=1)
     normalize: bool = False
@@ -126,9 +184,6 @@ class DQNConfig:
     atari_overrides: dict[str, Any] = field(default_factory=dict)
 
 
-SCHEMAS: dict[str, type] = {"trpo": TRPOConfig, "a2c": A2CConfig, "ppo": PPOConfig, "dqn": DQNConfig}
-"""Registry key -> schema (file = class = key = config, STYLE.md)."""
-
 _OVERRIDE_FIELDS = ("classic_overrides", "atari_overrides")
 
 
@@ -144,7 +199,7 @@ def resolve_hparams(cfg: DictConfig) -> dict[str, Any]:
         ConfigError: an override names an unknown field, has the wrong type or is out of range.
     """
     name = str(cfg.algo.name)
-    schema = SCHEMAS[name]
+    schema = get_algorithm(name).schema
     algo = OmegaConf.to_container(cfg.algo, resolve=True)
     assert isinstance(algo, dict)
     hp: dict[str, Any] = {str(k): v for k, v in algo.items() if k not in _OVERRIDE_FIELDS}

@@ -1,10 +1,25 @@
-"""Evaluation of a baseline on the ES protocol: deterministic policy, fixed seeds, unclipped rewards.
+"""Evaluation of a baseline on the ES ruler: fixed seeds, unclipped rewards, a chosen way of acting.
 
 Episode ``k`` (``k < cfg.eval.episodes``) is reset with ``cfg.eval.seed + k`` every time, as ES does
 (DESIGN.md promise 3), on an env made with ``training=False`` (Atari rewards unclipped, no life-loss
-terminals). With VecNormalize the observations go through the training statistics, frozen
-(``normalize_obs`` reads them without updating). No global random stream is touched, so evaluating
-does not change the training run.
+terminals; the env's own no-op starts, up to ``env.noop_max`` = 30, drawn from the reset seed). With
+VecNormalize the observations go through the training statistics, frozen (``normalize_obs`` reads
+them without updating).
+
+How the policy acts is the run's :class:`~esbench.config.eval_protocol.EvalProtocol`:
+
+* ``deterministic``: SB3's ``predict(deterministic=True)`` (the argmax, or the mean action).
+* ``sampled``: an action drawn from the policy's distribution (``policy.get_distribution``), the
+  way A3C's published Atari scores were obtained: categorical by inverse CDF on the probabilities,
+  diagonal Gaussian as ``mean + std * z`` (clipped to the action bounds, as ``predict`` clips).
+* ``epsilon_greedy``: with probability epsilon a uniform random action, else the deterministic one
+  (DQN's published protocol, epsilon 0.05).
+
+The random numbers come from :func:`esbench.utils.seeding.generator` on (run seed,
+:data:`~esbench.utils.seeding.EVAL_ACTIONS`, timestep of the evaluation, episode): never from SB3's,
+torch's or numpy's global RNG. Computing a distribution draws nothing, so evaluating does not change
+the training run, and the evaluation itself is a pure function of the config (same numbers on every
+re-run and after a resume).
 """
 
 from __future__ import annotations
@@ -13,23 +28,124 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.distributions import CategoricalDistribution, DiagGaussianDistribution
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import VecNormalize
+
+from esbench.config.eval_protocol import DETERMINISTIC, EvalProtocol
+from esbench.utils.seeding import EVAL_ACTIONS, generator
+
+
+def sample_categorical(probs: np.ndarray, rng: np.random.Generator) -> int:
+    """One index drawn from ``probs`` by inverse CDF (one uniform per draw).
+
+    Args:
+        probs: Shape (n_actions,), non-negative; renormalized here (float32 softmax outputs need
+            not sum to exactly 1).
+        rng: The episode's evaluation stream.
+
+    Returns:
+        An index in ``[0, n_actions)``.
+    """
+    cdf = np.cumsum(np.asarray(probs, dtype=np.float64))
+    index = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return min(index, len(cdf) - 1)
+
+
+def random_action(space: gym.Space[Any], rng: np.random.Generator) -> Any:
+    """A uniform random action of a ``Discrete`` or bounded ``Box`` space, drawn from ``rng``."""
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.start + rng.integers(int(space.n)))
+    if isinstance(space, gym.spaces.Box):
+        return rng.uniform(space.low, space.high).astype(space.dtype)
+    raise TypeError(f"epsilon-greedy evaluation supports Discrete and Box action spaces, not {space}")
+
+
+def sampled_action(policy: BasePolicy, obs: Any, space: gym.Space[Any], rng: np.random.Generator) -> Any:
+    """An action drawn from ``policy``'s distribution at ``obs``, with ``rng``'s numbers only.
+
+    Args:
+        policy: An SB3 actor-critic policy (``get_distribution``: A2C, PPO, TRPO).
+        obs: One observation, as ``predict`` takes it (e.g. ``(4, 84, 84)`` uint8 frames).
+        space: The env's action space.
+        rng: The episode's evaluation stream.
+
+    Returns:
+        An int for a categorical policy; an array of shape ``space.shape`` for a Gaussian one.
+
+    Raises:
+        TypeError: The policy has another kind of distribution (or none: a Q-network).
+    """
+    get_distribution = getattr(policy, "get_distribution", None)
+    if get_distribution is None:
+        raise TypeError(f"{type(policy).__name__} has no action distribution to sample (eval.policy=sampled)")
+    policy.set_training_mode(False)  # as predict() does
+    obs_tensor, _ = policy.obs_to_tensor(obs)
+    with torch.no_grad():
+        dist = get_distribution(obs_tensor)
+    if isinstance(dist, CategoricalDistribution):
+        return sample_categorical(dist.distribution.probs[0].numpy(), rng)
+    if isinstance(dist, DiagGaussianDistribution):
+        mean = dist.distribution.mean[0].numpy().astype(np.float64)
+        std = dist.distribution.stddev[0].numpy().astype(np.float64)
+        action = (mean + std * rng.standard_normal(mean.shape)).astype(np.float32)
+        if policy.squash_output:
+            return policy.unscale_action(action)
+        assert isinstance(space, gym.spaces.Box)
+        return np.clip(action, space.low, space.high)
+    raise TypeError(f"sampled evaluation supports categorical and diagonal Gaussian policies, not {dist}")
+
+
+def act(
+    model: BaseAlgorithm, obs: Any, space: gym.Space[Any], protocol: EvalProtocol, rng: np.random.Generator
+) -> Any:
+    """The action ``model`` takes at ``obs`` under ``protocol`` (random numbers from ``rng`` only)."""
+    if protocol.policy == "sampled":
+        return sampled_action(model.policy, obs, space, rng)
+    if protocol.policy == "epsilon_greedy" and rng.random() < protocol.epsilon:
+        return random_action(space, rng)
+    return model.predict(obs, deterministic=True)[0]
 
 
 def evaluate(
-    model: BaseAlgorithm, env: gym.Env, seed: int, episodes: int, vec_normalize: VecNormalize | None
+    model: BaseAlgorithm,
+    env: gym.Env,
+    seed: int,
+    episodes: int,
+    vec_normalize: VecNormalize | None,
+    *,
+    protocol: EvalProtocol = DETERMINISTIC,
+    run_seed: int = 0,
+    timestep: int = 0,
 ) -> tuple[float, float, int]:
-    """``(mean return, std of returns, environment steps)`` over ``episodes`` seeded episodes."""
+    """Play ``episodes`` seeded episodes with ``model`` acting as ``protocol`` says.
+
+    Args:
+        model: The SB3 model being trained.
+        env: An env made with ``training=False``.
+        seed: ``cfg.eval.seed``: episode ``k`` is reset with ``seed + k``.
+        episodes: ``cfg.eval.episodes``.
+        vec_normalize: The training VecNormalize, whose frozen statistics normalize observations.
+        protocol: How the policy acts (:func:`esbench.config.eval_protocol.eval_protocol`).
+        run_seed: ``cfg.seed``: with ``timestep`` and ``k``, names episode ``k``'s random stream.
+        timestep: The training timestep at which this evaluation happens.
+
+    Returns:
+        ``(mean return, std of returns, environment steps)`` over the episodes.
+    """
     returns: list[float] = []
     steps = 0
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
     for k in range(episodes):
+        rng = generator(run_seed, EVAL_ACTIONS, timestep, k)
         obs, _ = env.reset(seed=seed + k)
         total, done = 0.0, False
         while not done:
             x: Any = vec_normalize.normalize_obs(obs) if vec_normalize is not None else obs
-            action: Any = model.predict(x, deterministic=True)[0]
-            if isinstance(env.action_space, gym.spaces.Discrete):
+            action: Any = act(model, x, env.action_space, protocol, rng)
+            if discrete:
                 action = int(np.asarray(action).item())
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)

@@ -1,27 +1,27 @@
-"""Register the RL baselines with esbench: schemas, trainers and the checks that fail early.
+"""Register the RL baselines in the algorithm registry: schema, class, label, colour, checks.
 
-Imported by :func:`esbench.runner.load_algorithms`. For each of ``trpo``, ``a2c``, ``ppo``, ``dqn`` it
-registers the config schema (``algo/<name>_schema`` in Hydra's ConfigStore, filled by
-``conf/algo/<name>.yaml``) and :func:`esbench.baselines.trainer.train_baseline` as the trainer; and
-one cross-field check, run by :func:`esbench.config.validate.validate` before any work starts.
+Imported by :func:`esbench.runner.load_components`. Each of ``trpo``, ``a2c``, ``ppo``, ``dqn`` is
+registered with family ``rl`` (the runner trains it with :func:`esbench.baselines.trainer.train_baseline`),
+its schema (filled by ``conf/algo/<key>.yaml``), its SB3 class as a lazy entry point (importing
+torch for every command would cost seconds), and one cross-field check run by
+:func:`esbench.config.validate.validate` before any work starts.
 """
 
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from esbench.baselines.configs import SCHEMAS, resolve_hparams
-from esbench.config.schema import register_algo_schema
-from esbench.config.validate import ConfigError, register_check
-from esbench.runner import register_trainer
+from esbench.baselines.configs import A2CConfig, DQNConfig, PPOConfig, TRPOConfig, resolve_hparams
+from esbench.config.errors import ConfigError
+from esbench.config.registry import AlgorithmSpec, register_algorithm
 
 
 def check_baseline(cfg: DictConfig) -> None:
     """Hyperparameters after per-kind overrides, policy/env fit, DQN's discrete-action requirement."""
     name = str(cfg.algo.name)
-    if name not in SCHEMAS:
-        return
     hp = resolve_hparams(cfg)
+    if not cfg.policy.get("bias", True):
+        raise ConfigError(f"algo={name}: SB3 networks always have biases; allowed: policy.bias=true")
     if cfg.env.kind == "atari" and cfg.policy.kind != "cnn":
         raise ConfigError(f"algo={name} on Atari needs policy.kind=cnn (the A3C CNN); got policy.kind=mlp")
     batch = hp.get("batch_size")
@@ -52,14 +52,48 @@ def _check_discrete(cfg: DictConfig) -> None:
         )
 
 
-def register() -> None:
-    """Register every baseline (idempotent)."""
-    from esbench.baselines.trainer import train_baseline
+BASELINES: tuple[AlgorithmSpec, ...] = (
+    AlgorithmSpec(
+        key="trpo",
+        family="rl",
+        schema=TRPOConfig,
+        cls="sb3_contrib:TRPO",
+        label="TRPO",
+        colour="#D55E00",
+        description="TRPO, Schulman et al. 2015 (sb3-contrib), rl-baselines3-zoo's tuned settings",
+        check=check_baseline,
+    ),
+    AlgorithmSpec(
+        key="a2c",
+        family="rl",
+        schema=A2CConfig,
+        cls="stable_baselines3:A2C",
+        label="A2C (sync. A3C)",
+        colour="#009E73",
+        description="A2C, the synchronous A3C of Mnih et al. 2016 (SB3), zoo settings",
+        check=check_baseline,
+    ),
+    AlgorithmSpec(
+        key="ppo",
+        family="rl",
+        schema=PPOConfig,
+        cls="stable_baselines3:PPO",
+        label="PPO",
+        colour="#CC79A7",
+        description="PPO, Schulman et al. 2017 (SB3), zoo settings",
+        check=check_baseline,
+    ),
+    AlgorithmSpec(
+        key="dqn",
+        family="rl",
+        schema=DQNConfig,
+        cls="stable_baselines3:DQN",
+        label="DQN",
+        colour="#E69F00",
+        description="DQN, Mnih et al. 2015 (SB3), zoo settings; discrete actions only",
+        check=check_baseline,
+    ),
+)
 
-    for name, schema in SCHEMAS.items():
-        register_algo_schema(name, schema)
-        register_trainer(name, train_baseline)
-    register_check(check_baseline)
-
-
-register()
+for _spec in BASELINES:
+    register_algorithm(_spec)

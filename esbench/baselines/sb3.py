@@ -21,8 +21,6 @@ from typing import Any
 
 import gymnasium as gym
 from omegaconf import DictConfig
-from sb3_contrib import TRPO
-from stable_baselines3 import A2C, DQN, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
@@ -30,10 +28,10 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 from torch import Tensor, nn
 
+from esbench.config.registry import get_algorithm
 from esbench.envs import make_env
 from esbench.policies.cnn import a3c_cnn
 
-ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"trpo": TRPO, "a2c": A2C, "ppo": PPO, "dqn": DQN}
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
 
@@ -86,30 +84,19 @@ def _schedule(value: float, kind: str) -> Any:
 
 
 def algo_kwargs(algo: str, hp: dict[str, Any]) -> dict[str, Any]:
-    """Constructor arguments of the SB3 class for resolved hyperparameters ``hp``."""
-    lr = _schedule(hp["learning_rate"], hp["lr_schedule"])
-    common = {"learning_rate": lr, "gamma": float(hp["gamma"])}
-    keys: tuple[str, ...]
-    if algo == "trpo":
-        keys = ("n_steps", "batch_size", "gae_lambda", "cg_max_steps", "cg_damping",
-                "line_search_shrinking_factor", "line_search_max_iter", "n_critic_updates", "target_kl",
-                "sub_sampling_factor", "normalize_advantage")  # fmt: skip
-    elif algo == "a2c":
-        keys = ("n_steps", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm", "use_rms_prop",
-                "rms_prop_eps", "normalize_advantage")  # fmt: skip
-    elif algo == "ppo":
-        keys = ("n_steps", "batch_size", "n_epochs", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm",
-                "target_kl", "normalize_advantage")  # fmt: skip
-        common["clip_range"] = _schedule(hp["clip_range"], hp["clip_range_schedule"])
-    elif algo == "dqn":
-        keys = ("buffer_size", "learning_starts", "batch_size", "tau", "train_freq", "gradient_steps",
-                "target_update_interval", "exploration_fraction", "exploration_initial_eps",
-                "exploration_final_eps", "max_grad_norm", "optimize_memory_usage")  # fmt: skip
-        if hp["optimize_memory_usage"]:  # SB3 cannot combine it with timeout handling
-            common["replay_buffer_kwargs"] = {"handle_timeout_termination": False}
-    else:
-        raise KeyError(algo)
-    return {**common, **{k: hp[k] for k in keys}}
+    """Constructor arguments of the SB3 class for resolved hyperparameters ``hp``: the schema's
+    ``sb3_keys`` as they are, plus the schedules and the options SB3 spells differently."""
+    kwargs: dict[str, Any] = {
+        "learning_rate": _schedule(hp["learning_rate"], hp["lr_schedule"]),
+        "gamma": float(hp["gamma"]),
+    }
+    keys: tuple[str, ...] = get_algorithm(algo).schema.sb3_keys  # type: ignore[attr-defined]
+    kwargs.update({k: hp[k] for k in keys})
+    if "clip_range" in hp:  # PPO
+        kwargs["clip_range"] = _schedule(hp["clip_range"], hp["clip_range_schedule"])
+    if hp.get("optimize_memory_usage"):  # DQN: SB3 cannot combine it with timeout handling
+        kwargs["replay_buffer_kwargs"] = {"handle_timeout_termination": False}
+    return kwargs
 
 
 def build_model(cfg: DictConfig, hp: dict[str, Any], venv: VecEnv) -> BaseAlgorithm:
@@ -120,7 +107,8 @@ def build_model(cfg: DictConfig, hp: dict[str, Any], venv: VecEnv) -> BaseAlgori
         policy_kwargs["optimizer_class"] = RMSpropTFLike  # zoo Atari: dict(eps=1e-5)
         eps = float(hp["rms_prop_eps"])
         policy_kwargs["optimizer_kwargs"] = {"alpha": 0.99, "eps": eps, "weight_decay": 0}
-    return ALGORITHMS[algo](
+    sb3_class = get_algorithm(algo).load_class()
+    return sb3_class(
         policy,
         venv,
         policy_kwargs=policy_kwargs,

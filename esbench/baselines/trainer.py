@@ -11,7 +11,7 @@ metrics row (a small dict, msgpack-able) on it as soon as it is logged; each che
 ``scatter``-ed from the task (its bytes stay on the worker and travel worker -> driver directly,
 never through the scheduler) and its ``Future`` goes on the queue. The driver pulls in order and does
 all writing: rows through the :class:`MetricsLogger` (store, W&B, console) as they come, snapshots
-into ``checkpoint.pkl`` together with the rows received up to that point (queue order makes the two
+into ``checkpoint.npz`` together with the rows received up to that point (queue order makes the two
 consistent). So results land only where the driver runs: no shared filesystem is assumed, and
 ``cluster=address`` with workers on other machines works as the LocalCluster does. Rows carry their
 index, so a task that Dask re-runs after a lost worker overwrites rows instead of duplicating them.
@@ -19,9 +19,12 @@ index, so a task that Dask re-runs after a lost worker overwrites rows instead o
 Inside a Dask task already (a sweep job of the Dask launcher, :func:`in_dask_task`), the training runs
 in-process and writes directly.
 
-Resume: the driver loads ``checkpoint.pkl`` (rows go back into the logger) and sends the snapshot to
-the task, which restores it (:mod:`esbench.baselines.checkpoint`) and continues; the result is
-bit-identical to an uninterrupted run on the same machine (timing columns aside).
+Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it (digest, and
+that the snapshot parses), puts the rows back into the logger and sends the snapshot to the task,
+which builds the model and environments from the config, overwrites their state with the snapshot's
+(:mod:`esbench.baselines.checkpoint`) and continues; the result is bit-identical to an uninterrupted
+run on the same machine (timing columns aside). A checkpoint that cannot be read stops the run with
+one line naming it (:class:`~esbench.tracking.store.RunFileError`).
 """
 
 from __future__ import annotations
@@ -36,8 +39,17 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+# Registers the baselines: a Dask worker running _remote_train imports only this module's chain.
+from esbench.baselines import registry as _registry  # noqa: F401
 from esbench.baselines.callback import MetricsCallback, Progress, policy_vector
-from esbench.baselines.checkpoint import BaselineCheckpoint, digest, restore
+from esbench.baselines.checkpoint import (
+    CHECKPOINT_TYPES,
+    BaselineCheckpoint,
+    SnapshotMismatch,
+    digest,
+    load_snapshot,
+    restore,
+)
 from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.envs import make_env, resolved_env_id
@@ -45,6 +57,7 @@ from esbench.runtime.cluster import dask_client, in_dask_task
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.store import RunStore
 from esbench.utils.seeding import sha256_array
+from esbench.utils.statefile import StateFileError
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +69,15 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
     """Train the baseline ``cfg.algo.name`` as ``cfg`` says; returns the summary dict."""
     blob = None
     if cfg.resume and store.has_checkpoint:
-        ckpt = store.load_checkpoint()
-        if not isinstance(ckpt, BaselineCheckpoint) or digest(ckpt.state) != ckpt.digest:
-            raise RuntimeError(f"checkpoint in {store.dir} is corrupt or not a baseline checkpoint")
+        ckpt = store.load_checkpoint(CHECKPOINT_TYPES)
+        if not isinstance(ckpt, BaselineCheckpoint) or not isinstance(ckpt.state, bytes):
+            raise store.checkpoint_error("not a baseline checkpoint")
+        if digest(ckpt.state) != ckpt.digest:
+            raise store.checkpoint_error("its snapshot does not match its digest")
+        try:
+            load_snapshot(ckpt.state)  # fail here, in one line, rather than inside the Dask task
+        except (StateFileError, SnapshotMismatch) as e:
+            raise store.checkpoint_error(f"its snapshot: {e}") from None
         blob = ckpt.state
         logger.rows = list(ckpt.rows)
         log.info("resuming %s from its checkpoint (%d rows)", store.run_id, len(ckpt.rows))
@@ -85,7 +104,8 @@ class _DriverSink:
         self.logger.dump()
 
     def snapshot(self, blob: bytes) -> None:
-        self.store.save_checkpoint(BaselineCheckpoint(blob, digest(blob), list(self.logger.rows)))
+        ckpt = BaselineCheckpoint(blob, digest(blob), list(self.logger.rows))
+        self.store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
 
 
 def _train_on_cluster(client: Any, cfg: DictConfig, blob: bytes | None, sink: _DriverSink) -> dict[str, Any]:
@@ -139,12 +159,12 @@ def train_process(
     hp = resolve_hparams(cfg)
     venv = make_training_env(cfg, hp)
     budget = int(cfg.budget.timesteps)
+    model = build_model(cfg, hp, venv)  # a resumed run too: the snapshot holds state, not structure
     if blob is None:
-        model = build_model(cfg, hp, venv)
         interval, every = int(cfg.eval.interval_timesteps), int(cfg.checkpoint_every)
         progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
     else:
-        model, progress = restore(blob, venv)
+        progress = restore(blob, model)
     from stable_baselines3.common.logger import Logger
 
     model.set_logger(Logger(folder=None, output_formats=[]))

@@ -1,5 +1,1 @@
-"""Configuration: structured schemas, Hydra composition and validation."""
-
-from esbench.config.resolvers import register_resolvers
-
-register_resolvers()
+"""Configuration: structured schemas, the algorithm registry, Hydra composition and validation."""

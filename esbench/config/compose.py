@@ -10,16 +10,23 @@ from hydra.errors import ConfigCompositionException, MissingConfigException, Ove
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
+from esbench.config.errors import ConfigError
+from esbench.config.registry import algorithms
 from esbench.config.schema import register_configs
-from esbench.config.validate import ConfigError, validate
+from esbench.config.validate import validate
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def compose_run_config(overrides: list[str], validate_config: bool = True) -> DictConfig:
-    """The run config for ``overrides`` (Hydra syntax), checked; raises :class:`ConfigError`."""
+    """The run config for ``overrides`` (Hydra syntax), checked; raises :class:`ConfigError`.
+
+    The algorithm registry must be filled first (:func:`esbench.runner.load_components`, which
+    every entry point calls): composition reads the schemas it registers.
+    """
+    if not algorithms():
+        raise RuntimeError("no algorithm is registered: call esbench.runner.load_components() first")
     register_configs()
-    _register_plugins()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
@@ -30,13 +37,6 @@ def compose_run_config(overrides: list[str], validate_config: bool = True) -> Di
     return cfg
 
 
-def _register_plugins() -> None:
-    """Import the modules that register algorithm schemas, trainers and checks (the baselines)."""
-    from esbench.runner import load_algorithms
-
-    load_algorithms()
-
-
 def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
     """One line naming the bad key or option, its value and what is allowed."""
     cause = e.__cause__ or e.__context__
@@ -45,9 +45,10 @@ def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
         group = text.split("Could not find '")[-1].split("'")[0] if "Could not find '" in text else ""
         if "/" in group:
             grp, opt = group.rsplit("/", 1)
+            listing = text.split("Available options in")[-1].split("Config search path:")[0]
             options = [
                 line.strip()
-                for line in text.split("Available options in")[-1].splitlines()[1:]
+                for line in listing.splitlines()[1:]
                 if line.startswith("\t") and not line.strip().endswith("_schema")
             ]
             close = difflib.get_close_matches(opt, options, n=3)
@@ -91,6 +92,6 @@ def _allowed_keys(parent: str) -> list[str]:
         "tracker": s.TrackerConfig,
     }
     if parent == "algo":
-        return sorted({f.name for sch in s.ALGO_SCHEMAS.values() for f in dataclasses.fields(sch)})
+        return sorted({f.name for a in algorithms().values() for f in dataclasses.fields(a.schema)})
     node = nodes.get(parent)
     return [f.name for f in dataclasses.fields(node)] if node else []

@@ -26,24 +26,25 @@ def _c(default: Any, **constraints: Any) -> Any:
 
 
 @dataclass
-class OpenAIESConfig:
-    """OpenAI-ES (Salimans et al. 2017, Algorithm 2 with the tricks of Sec. 2.2 and the supplement)."""
+class ESConfig:
+    """What every ES variant shares and the runtime reads: population, noise, rollouts, execution.
 
-    name: str = "openai_es"
-    population_size: int = _c(40, ge=2)  # perturbations per generation (antithetic: 2 per pair)
-    antithetic: bool = True  # mirrored pairs +eps/-eps (the paper's choice)
-    sigma: float = _c(0.02, gt=0.0)  # noise std (paper: 0.02 on MuJoCo)
-    learning_rate: float = _c(0.01, gt=0.0)  # Adam step size (paper: 0.01)
-    optimizer: str = _c("adam", choices=("adam", "sgd"))
-    beta1: float = _c(0.9, ge=0.0, lt=1.0)
-    beta2: float = _c(0.999, ge=0.0, lt=1.0)
-    momentum: float = _c(0.9, ge=0.0, lt=1.0)  # SGD only
-    l2_coeff: float = _c(0.005, ge=0.0)  # weight decay (paper: 0.005)
-    fitness_shaping: str = _c("centered_rank", choices=("centered_rank", "z_score", "raw"))
+    Each strategy's schema (``esbench/strategies/<key>.py``) extends this with its own
+    hyperparameters; the runtime (workers, lockstep rollouts, the ES loop) reads only these fields,
+    so a new variant runs on the same Dask runtime with nothing else to change.
+    """
+
+    name: str = MISSING  # the registry key (= conf/algo/<name>.yaml)
+    population_size: int = _c(40, ge=2)  # evaluations per generation (antithetic: 2 per member)
+    antithetic: bool = True  # mirrored pairs +eps/-eps (Salimans et al. 2017, Sec. 2.2)
+    sigma: float = _c(0.02, gt=0.0)  # perturbation std (initial std for adaptive variants)
     noise_table_size: int = _c(25_000_000, ge=1000)  # float32 entries (paper: 250M, ~1 GB)
     noise_seed: int = _c(123, ge=0)  # the paper's table seed
     action_noise_std: float = _c(0.01, ge=0.0)  # training only, never at evaluation (paper: 0.01)
     obs_norm_fraction: float = _c(0.01, ge=0.0, le=1.0)  # share of rollouts feeding obs statistics
+    # Training fitness = return - reward_shift * episode length (ARS's survival-bonus removal,
+    # Mania et al. 2018, Sec. 3; 0: the plain return). Reported returns are never shifted.
+    reward_shift: float = 0.0
     # Execution knobs (the numbers do not depend on them). A generation is split into about
     # workers*tasks_per_worker Dask tasks; an MLP task steps up to rollout_batch episodes in
     # lockstep, in rounds as full as possible. One large task per worker amortizes the batched
@@ -53,14 +54,36 @@ class OpenAIESConfig:
 
 
 @dataclass
+class GradientESConfig(ESConfig):
+    """ES variants that step a first-order optimizer on an estimated gradient (OpenAI-ES, PGPE,
+    ARS, the simple ES). The optimizer is chosen once, when the strategy is built
+    (:func:`esbench.strategies.optimizers.make_optimizer`)."""
+
+    optimizer: str = _c("adam", choices=("adam", "sgd", "clipup"))
+    learning_rate: float = _c(0.01, gt=0.0)  # step size (ClipUp: the step length)
+    beta1: float = _c(0.9, ge=0.0, lt=1.0)  # Adam
+    beta2: float = _c(0.999, ge=0.0, lt=1.0)  # Adam
+    momentum: float = _c(0.9, ge=0.0, lt=1.0)  # SGD and ClipUp
+    max_speed: float | None = _c(None, gt=0.0)  # ClipUp's velocity cap (None: 2 * learning_rate)
+    l2_coeff: float = _c(0.0, ge=0.0)  # weight decay added to the loss gradient
+    fitness_shaping: str = _c("centered_rank", choices=("centered_rank", "z_score", "raw"))
+
+
+@dataclass
 class EnvConfig:
-    """An environment: any Gymnasium MuJoCo id, a classic-control id, or an ALE game."""
+    """An environment: any Gymnasium MuJoCo id, a classic-control id, an ALE game, or any other
+    registered id (``kind: custom``; ``id: my_pkg.envs:MyEnv-v0`` imports ``my_pkg.envs`` first)."""
 
     name: str = "halfcheetah"  # short name used in run ids and reports
     id: str = "HalfCheetah-v5"  # the Gymnasium id (checked against the registry)
-    kind: str = _c("mujoco", choices=("mujoco", "classic", "atari", "debug"))
+    # custom: any other registered Gymnasium id; ``module:id`` imports the module that registers it
+    kind: str = _c("mujoco", choices=("mujoco", "classic", "atari", "custom"))
     max_episode_steps: int | None = _c(None, ge=1)  # None: the environment's own limit
     kwargs: dict[str, Any] = field(default_factory=dict)  # extra gymnasium.make kwargs
+    # Changes to the simulated world applied by make_env after construction, so ES workers and SB3
+    # see the same env (esbench.envs.variants: e.g. body_mass_scale, geom_friction_scale, gravity_z on
+    # MuJoCo; gravity, length, masspole on CartPole). Empty: the environment as registered.
+    dynamics: dict[str, float] = field(default_factory=dict)
     # Atari only (Mnih et al. 2016 preprocessing).
     game: str | None = None  # e.g. "Pong"; sets id to ALE/<game>-v5
     frame_skip: int = _c(4, ge=1)
@@ -79,6 +102,7 @@ class PolicyConfig:
 
     kind: str = _c("mlp", choices=("mlp", "cnn"))
     hidden_sizes: list[int] = field(default_factory=lambda: [64, 64])  # paper: 64x64 on MuJoCo
+    bias: bool = True  # MLP biases (false: weights only, ARS's linear policy)
     activation: str = _c("tanh", choices=("tanh", "relu"))
     action_bins: int = _c(0, ge=0)  # 0: continuous; k: discretize each dim into k bins (paper: 10)
     obs_norm: bool = True  # running mean/std normalization (MuJoCo)
@@ -93,39 +117,88 @@ class BudgetConfig:
     scale: str = _c("mini", choices=("smoke", "mini", "paper", "custom"))
     timesteps: int = _c(1_000_000, ge=1)  # training environment steps (agent steps)
     generations: int | None = _c(None, ge=1)  # ES only: stop after this many generations too
+    # Stop at the first evaluation at or above this score (reports count the run as having reached
+    # it, at that timestep, not as censored). stop_at_return_by_env gives one score per env id
+    # (e.g. {Hopper-v5: 3403.46}, what a recipe fills from published targets); it wins when it
+    # names this run's env.
+    stop_at_return: float | None = None
+    stop_at_return_by_env: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class EvalConfig:
-    """Evaluation of the deterministic policy on fixed seeds, at regular timestep intervals."""
+    """Evaluation on fixed seeds, at regular timestep intervals, the way each family's published
+    numbers were obtained (``policy``; :mod:`esbench.config.eval_protocol` resolves ``auto``).
+
+    ``auto``: ES and every run off Atari act deterministically (argmax / the mean action); on Atari,
+    policy-gradient baselines (A2C, PPO, TRPO) sample their policy, as A3C's published scores were
+    obtained (Mnih et al. 2016), and DQN acts epsilon-greedily with ``epsilon`` (0.05, Mnih et al.
+    2015). Random actions come from streams derived from (run seed, timestep, episode), never from a
+    global RNG, so evaluating changes nothing in training and stays a pure function of the config.
+    """
 
     interval_timesteps: int = _c(50_000, ge=1)
     episodes: int = _c(5, ge=1)
     seed: int = _c(1_000_000, ge=0)  # episode k is reset with seed + k, every time, for every algo
+    policy: str = _c("auto", choices=("auto", "deterministic", "sampled", "epsilon_greedy"))
+    epsilon: float = _c(0.05, ge=0.0, le=1.0)  # epsilon_greedy: chance of a uniform random action
+
+
+@dataclass
+class ClusterSecurityConfig:
+    """TLS to a remote scheduler (``cluster=address``), as Dask's ``distributed.security.Security``.
+
+    Dask's TLS is mutual: the scheduler and the workers check the client's certificate against the
+    same CA, and the client checks theirs. Setting any ``tls_*`` path (or ``require_encryption``)
+    makes the client refuse anything but a ``tls://`` address. The embedded ``cluster=local``
+    needs none of this: it listens on 127.0.0.1 only.
+    """
+
+    tls_ca_file: str | None = None  # PEM CA that signed the scheduler's and workers' certificates
+    tls_client_cert: str | None = None  # PEM certificate of this client (may hold the key too)
+    tls_client_key: str | None = None  # PEM private key, when not inside tls_client_cert
+    require_encryption: bool = False  # refuse plain tcp:// even with no tls_* path set
 
 
 @dataclass
 class ClusterConfig:
     """Where rollouts (ES) or whole runs (RL, sweeps) execute."""
 
-    kind: str = _c("local", choices=("local", "address", "slurm"))
-    n_workers: int | None = _c(None, ge=1)  # local: default one per core
+    # processes: esbench starts `dask scheduler` + n_workers `dask worker` processes on 127.0.0.1
+    # (the multi-process scheduler path of a real cluster, on one machine; esbench.runtime.processes)
+    kind: str = _c("local", choices=("local", "address", "slurm", "processes"))
+    n_workers: int | None = _c(None, ge=1)  # local, processes: default one per core
     threads_per_worker: int = _c(1, ge=1)
-    address: str | None = None  # kind=address: tcp://HOST:PORT of a running `dask scheduler`
+    address: str | None = None  # kind=address: tcp:// or tls://HOST:PORT of a running `dask scheduler`
     connect_timeout_s: float = _c(10.0, gt=0.0)
-    dashboard: bool = True  # serve the Dask dashboard when bokeh is installed
+    security: ClusterSecurityConfig = field(default_factory=ClusterSecurityConfig)  # kind=address: TLS
+    # local: serve the Dask dashboard on 127.0.0.1 (when bokeh is installed); false: no HTTP at all
+    dashboard: bool = True
     memory_limit: str = "auto"
     worker_profile: bool = False  # Dask's per-worker stack sampler (costs rollouts 5-10%); local/slurm
     # local: how often Dask's servers poll memory, system load and event-loop health (Dask's own
     # 0.1 s / 0.5 s / 20 ms took the driver ~4% of a core, time a rollout on that core lost)
     monitor_interval_s: float = _c(1.0, gt=0.0)
-    # kind=slurm (dask-jobqueue SLURMCluster)
-    queue: str | None = None
-    account: str | None = None
-    cores: int = _c(1, ge=1)
-    memory: str = "4GB"
-    walltime: str = "01:00:00"
-    jobs: int = _c(1, ge=1)
+    # kind=slurm (dask-jobqueue SLURMCluster; esbench.runtime.slurm). One SLURM job = one node's
+    # share: `cores` CPUs and `memory`, running `processes` single-threaded workers (default: cores).
+    queue: str | None = None  # #SBATCH -p (partition)
+    account: str | None = None  # #SBATCH -A
+    cores: int = _c(1, ge=1)  # CPUs per job (#SBATCH --cpus-per-task)
+    processes: int | None = _c(None, ge=1)  # worker processes per job (default: cores, 1 thread each)
+    memory: str = "4GB"  # per job (#SBATCH --mem)
+    walltime: str = "01:00:00"  # #SBATCH -t
+    jobs: int = _c(1, ge=1)  # jobs to submit (fixed size); ignored when maximum_jobs is set
+    minimum_jobs: int = _c(0, ge=0)  # adaptive: never fewer jobs than this
+    maximum_jobs: int | None = _c(None, ge=1)  # set: adapt between minimum_jobs and maximum_jobs
+    job_name: str = "esbench"  # #SBATCH -J
+    job_extra_directives: list[str] = field(default_factory=list)  # e.g. ["--qos=normal", "--exclusive"]
+    job_script_prologue: list[str] = field(default_factory=list)  # e.g. ["module load python/3.11"]
+    worker_extra_args: list[str] = field(default_factory=list)  # e.g. ["--lifetime", "55m"]
+    local_directory: str | None = None  # node-local scratch for workers, e.g. "$TMPDIR"
+    log_directory: str | None = None  # where SLURM writes each job's stdout/stderr
+    interface: str | None = None  # network interface of scheduler and workers, e.g. "ib0", "eth0"
+    python: str | None = None  # the Python on the nodes (default: this one, sys.executable)
+    worker_wait_s: float | None = _c(None, gt=0.0)  # slurm: give up if no worker starts in time
 
 
 @dataclass
@@ -138,6 +211,37 @@ class TrackerConfig:
     entity: str | None = None
     tags: list[str] = field(default_factory=list)
     console: bool = True  # progress line with timesteps, best return, steps/s
+    # Seconds wandb.init may wait for the server (online) before the run goes on without W&B;
+    # wandb's own default is 90 s per run, which with no network stalls a sweep for an hour.
+    init_timeout_s: float = _c(15.0, gt=0.0)
+
+
+@dataclass
+class StageConfig:
+    """One stage of a task sequence: its name, its training budget and how its env differs."""
+
+    name: str = MISSING
+    timesteps: int = _c(100_000, ge=1)  # training timesteps of this stage
+    # Overrides of the run's ``env`` for this stage (kwargs, dynamics, ...).
+    env: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SequenceConfig:
+    """A sequence of stages trained one after the other, every stage evaluated all along.
+
+    ``name: none`` (no stages) is the ordinary run: one stage, ``env``, ``budget.timesteps``. A
+    sequence's first stage is its ``env``; stage k starts from stage k-1's final parameters.
+    """
+
+    name: str = "none"
+    stages: list[StageConfig] = field(default_factory=list)
+    # The optimizer's and observation normalization's state at a stage boundary: reset (Continual
+    # World's default) or carried over.
+    reset_optimizer: bool = True
+    reset_obs_norm: bool = True
+    stage_timesteps: int | None = _c(None, ge=1)  # when set, every stage's budget (recipes' scales)
+    only_stage: int | None = _c(None, ge=0)  # train only stage k from scratch: a reference run
 
 
 @dataclass
@@ -151,6 +255,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    sequence: SequenceConfig = field(default_factory=SequenceConfig)
     seed: int = _c(0, ge=0)
     experiment: str = "default"  # results/runs/<experiment>/<run_id>/
     results_dir: str = "results/runs"
@@ -160,19 +265,18 @@ class RunConfig:
     torch_threads: int = _c(1, ge=1)
 
 
-ALGO_SCHEMAS: dict[str, type] = {"openai_es": OpenAIESConfig}
-"""Registry key -> algo schema. Baselines add theirs with :func:`register_algo_schema`."""
-
-
-def register_algo_schema(name: str, schema: type) -> None:
-    """Register an algorithm's config schema as ``algo/<name>_schema`` in Hydra's ConfigStore."""
-    ALGO_SCHEMAS[name] = schema
-    ConfigStore.instance().store(group="algo", name=f"{name}_schema", node=schema)
-
-
 def register_configs() -> None:
-    """Store every schema in Hydra's ConfigStore (idempotent)."""
-    cs = ConfigStore.instance()
-    cs.store(name="run_schema", node=RunConfig)
-    for name, schema in ALGO_SCHEMAS.items():
-        cs.store(group="algo", name=f"{name}_schema", node=schema)
+    """Store the run schema in Hydra's ConfigStore (idempotent). Algorithm schemas are stored by
+    :func:`esbench.config.registry.register_algorithm` when their module registers."""
+    ConfigStore.instance().store(name="run_schema", node=RunConfig)
+
+
+def stop_at_return(cfg: Any) -> float | None:
+    """The score at which this run stops (``budget.stop_at_return_by_env[env.id]``, else
+    ``budget.stop_at_return``), or None to run the whole budget."""
+    by_env = cfg.budget.get("stop_at_return_by_env") or {}
+    env_id = str(cfg.env.id)
+    if env_id in by_env:
+        return float(by_env[env_id])
+    value = cfg.budget.get("stop_at_return")
+    return None if value is None else float(value)

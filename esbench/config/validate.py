@@ -14,8 +14,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from esbench.config.errors import ConfigError
+from esbench.config.registry import get_algorithm
 from esbench.config.schema import (
-    ALGO_SCHEMAS,
     BudgetConfig,
     ClusterConfig,
     EnvConfig,
@@ -24,15 +25,12 @@ from esbench.config.schema import (
     RunConfig,
     TrackerConfig,
 )
-
-
-class ConfigError(ValueError):
-    """A config that cannot run; the message is one line for the user."""
-
+from esbench.utils.paths import check_path_component
 
 Check = Callable[[DictConfig], None]
 EXTRA_CHECKS: list[Check] = []
-"""Cross-field checks that other packages (baselines, Atari) register with :func:`register_check`."""
+"""Cross-field checks that lower layers register with :func:`register_check` (the env checks in
+:mod:`esbench.envs.checks`); an algorithm's own check is its registry entry's ``check``."""
 
 
 def register_check(check: Check) -> Check:
@@ -70,11 +68,13 @@ def check_fields(node: Any, schema: type, prefix: str) -> None:
 
 
 def validate(cfg: DictConfig) -> None:
-    """Raise :class:`ConfigError` if ``cfg`` cannot run. Cheap: no environment is stepped."""
-    algo = cfg.algo.name
-    if algo not in ALGO_SCHEMAS:
-        raise ConfigError(f"algo.name={algo!r} is unknown; allowed: {', '.join(sorted(ALGO_SCHEMAS))}")
-    check_fields(cfg.algo, ALGO_SCHEMAS[algo], "algo")
+    """Raise :class:`ConfigError` if ``cfg`` cannot run. Cheap: no environment is stepped.
+
+    The algorithm comes from the registry (:mod:`esbench.config.registry`): its schema's ranges and
+    choices, the policy kinds it can act with, and its own cross-field check.
+    """
+    spec = get_algorithm(str(cfg.algo.name))
+    check_fields(cfg.algo, spec.schema, "algo")
     for name, schema in (
         ("env", EnvConfig),
         ("policy", PolicyConfig),
@@ -85,26 +85,33 @@ def validate(cfg: DictConfig) -> None:
     ):
         check_fields(cfg[name], schema, name)
     check_fields(cfg, RunConfig, "")
-    _check_env(cfg)
     if cfg.cluster.kind == "address" and not OmegaConf.select(cfg, "cluster.address", default=None):
         raise ConfigError(
             "cluster=address needs cluster.address=tcp://HOST:PORT (a running `dask scheduler`)"
         )
     if any(h <= 0 for h in cfg.policy.hidden_sizes):
         raise ConfigError(f"policy.hidden_sizes={list(cfg.policy.hidden_sizes)}; allowed: positive integers")
+    kind = policy_kind(cfg)
+    if kind not in spec.policy_kinds:
+        raise ConfigError(
+            f"algo={spec.key} cannot act with a {kind} policy (policy.kind={cfg.policy.kind}, "
+            f"policy.hidden_sizes={list(cfg.policy.hidden_sizes)}); allowed: {', '.join(spec.policy_kinds)}"
+        )
     for check in EXTRA_CHECKS:
         check(cfg)
+    if spec.check is not None:
+        spec.check(cfg)
+    for key in ("experiment", "run_id"):  # they name directories: keep them inside the store
+        value = OmegaConf.select(cfg, key, default=None)
+        if key == "experiment" or value is not None:
+            try:
+                check_path_component(key, value)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
 
 
-def _check_env(cfg: DictConfig) -> None:
-    from esbench.envs.factory import check_env_id, resolved_env_id
-
-    try:
-        env_id = resolved_env_id(cfg.env)
-        check_env_id(env_id)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if cfg.policy.kind == "cnn" and cfg.env.kind != "atari":
-        raise ConfigError(
-            f"policy.kind=cnn needs an Atari env; env.kind={cfg.env.kind!r} (use policy.kind=mlp)"
-        )
+def policy_kind(cfg: DictConfig) -> str:
+    """``cnn``, ``linear`` (an MLP with no hidden layer) or ``mlp``."""
+    if cfg.policy.kind == "cnn":
+        return "cnn"
+    return "linear" if len(cfg.policy.hidden_sizes) == 0 else "mlp"

@@ -1,19 +1,36 @@
-"""Config checks for Atari runs, registered with :func:`esbench.config.validate.register_check`.
+"""Config checks for environments, registered with :func:`esbench.config.validate.register_check`.
 
-Importing :mod:`esbench.envs` registers them, and :func:`esbench.config.validate.validate` imports
-:mod:`esbench.envs` (for the env-id check) before it runs the registered checks, so they apply to
-every validated config. Each failure is one line naming the key, the value and what is allowed.
+Importing :mod:`esbench.envs` registers them (:func:`esbench.runner.load_components` does, for every
+entry point), so they apply to every validated config. Each failure is one line naming the key, the
+value and what is allowed.
 An unknown game is reported by the env-id check itself (:func:`esbench.envs.atari.resolve_game`:
 close matches first, then the valid names).
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from omegaconf import DictConfig, OmegaConf
 
+from esbench.config.sequence import stage_env_configs, stage_label
 from esbench.config.validate import ConfigError, register_check
 
-_MAX_ACTIONS = 18  # ALE's full action set: an upper bound on any game's minimal set
+
+@register_check
+def check_env(cfg: DictConfig) -> None:
+    """The environment id exists (close matches suggested); the CNN only on Atari frames."""
+    from esbench.envs.factory import check_env_id, resolved_env_id
+
+    try:
+        check_env_id(resolved_env_id(cfg.env))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if cfg.policy.kind == "cnn" and cfg.env.kind != "atari":
+        raise ConfigError(
+            f"policy.kind=cnn needs an Atari env; env.kind={cfg.env.kind!r} (use policy.kind=mlp)"
+        )
 
 
 @register_check
@@ -46,25 +63,88 @@ def check_atari_kwargs(cfg: DictConfig) -> None:
         raise ConfigError(f"env.kwargs may not set {', '.join(clash)}; allowed: use {fields} instead")
 
 
+_SPACES: dict[str, tuple[Any, Any]] = {}
+"""(observation space, action space) per env config already built by a check in this process: a
+sweep validates every job before the first runs, and its jobs share a handful of env configs."""
+
+
+def _env_spaces(env_cfg: DictConfig, where: str) -> tuple[Any, Any]:
+    """Build ``env_cfg``'s environment (never stepped) for its spaces; a failure is one line."""
+    from esbench.envs.factory import make_env
+
+    key = json.dumps(OmegaConf.to_container(env_cfg, resolve=True), sort_keys=True, default=str)
+    if key not in _SPACES:
+        try:
+            env = make_env(env_cfg, training=False)
+        except Exception as e:  # any failure to build means the config cannot run
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ConfigError(
+                f"{where}: cannot build env.id={env_cfg.id}: {msg}{_ale_variants(env_cfg)}"
+            ) from None
+        _SPACES[key] = (env.observation_space, env.action_space)
+        env.close()
+    return _SPACES[key]
+
+
+def _ale_variants(env_cfg: DictConfig) -> str:
+    """``; allowed: mode in [...], difficulty in [...]`` for an Atari env that sets either kwarg."""
+    kwargs = env_cfg.kwargs or {}
+    if env_cfg.kind != "atari" or not {"mode", "difficulty"} & set(kwargs):
+        return ""
+    import gymnasium as gym
+
+    from esbench.envs.atari import resolve_game
+
+    try:
+        env = gym.make(resolve_game(env_cfg.game or env_cfg.id))
+        ale = env.unwrapped.ale  # type: ignore[attr-defined]
+        modes, difficulties = list(ale.getAvailableModes()), list(ale.getAvailableDifficulties())
+        env.close()
+    except Exception:  # the game itself does not build: nothing to add
+        return ""
+    return f"; allowed: mode in {modes}, difficulty in {difficulties}"
+
+
 @register_check
-def check_noise_table_fits_cnn(cfg: DictConfig) -> None:
-    """An ES noise table must hold at least one slice as long as the CNN's parameter vector."""
-    size = OmegaConf.select(cfg, "algo.noise_table_size", default=None)
-    if cfg.env.kind != "atari" or cfg.policy.kind != "cnn" or size is None:
+def check_env_dynamics(cfg: DictConfig) -> None:
+    """``env.dynamics`` names settings the environment has, with values in range.
+
+    Builds the env (never stepped) when ``env.dynamics`` is set, as
+    :func:`esbench.envs.variants.apply_dynamics` knows the allowed keys only from the built
+    simulator (MuJoCo model or CartPole). A sequence's stages are checked by
+    :func:`check_stage_envs`.
+    """
+    if OmegaConf.select(cfg, "sequence.stages", default=None) or not cfg.env.get("dynamics"):
         return
-    from esbench.policies.cnn import a3c_cnn_num_params
+    _env_spaces(stage_env_configs(cfg)[0], "env")
 
-    shape = {"in_channels": int(cfg.env.frame_stack), "screen_size": int(cfg.env.screen_size)}
-    if int(size) >= a3c_cnn_num_params(_MAX_ACTIONS, vbn=True, **shape):
-        return  # fits whatever the game's action count: no env needed
-    from esbench.envs.atari import make_atari_env
 
-    env = make_atari_env(cfg.env, training=False)
-    n_actions = int(env.action_space.n)  # type: ignore[attr-defined]
-    env.close()
-    needed = a3c_cnn_num_params(n_actions, vbn=True, **shape)
-    if int(size) < needed:
-        raise ConfigError(
-            f"algo.noise_table_size={int(size)} is smaller than the Atari CNN's {needed} parameters; "
-            f"allowed: algo.noise_table_size >= {needed}"
-        )
+@register_check
+def check_stage_envs(cfg: DictConfig) -> None:
+    """Every stage's environment exists, builds, and has stage 0's observation and action spaces.
+
+    A policy trained on stage 0 acts on every later stage, and every stage is evaluated all along
+    (issue #14): stages whose spaces differ cannot share one parameter vector. Each stage's env is
+    built once per process (never stepped), as the DQN discrete-action check does.
+    """
+    if not OmegaConf.select(cfg, "sequence.stages", default=None):
+        return
+    from esbench.envs.factory import check_env_id, resolved_env_id
+
+    first: tuple[Any, Any] | None = None
+    for k, env_cfg in enumerate(stage_env_configs(cfg)):
+        label = stage_label(cfg, k)
+        try:
+            check_env_id(resolved_env_id(env_cfg))
+        except ValueError as e:
+            raise ConfigError(f"{label}: {e}") from None
+        spaces = _env_spaces(env_cfg, label)
+        if first is None:
+            first = spaces
+            continue
+        for what, mine, theirs in (("observation", spaces[0], first[0]), ("action", spaces[1], first[1])):
+            if mine != theirs:
+                raise ConfigError(
+                    f"{label}: {what} space {mine} differs from stage 0's {theirs}; "
+                    "allowed: stages with stage 0's observation and action spaces"
+                )

@@ -9,12 +9,13 @@ close matches in the error message.
 from __future__ import annotations
 
 import difflib
+import importlib
 import logging
 from typing import Any
 
 import gymnasium as gym
 
-from esbench.envs.debug import register_debug_envs
+from esbench.envs.variants import apply_dynamics
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +57,28 @@ def _ensure_registered() -> None:
         gym.register_envs(ale_py)
     except ImportError:  # pragma: no cover - ale-py is a dependency
         pass
-    register_debug_envs()
     _route_mujoco_warnings()
     _REGISTERED = True
 
 
 def known_env_ids() -> list[str]:
-    """Every environment id Gymnasium knows here (MuJoCo, classic control, ALE, esbench debug)."""
+    """Every environment id Gymnasium knows here (MuJoCo, classic control, ALE, imported modules')."""
     _ensure_registered()
     return sorted(gym.registry.keys())
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` naming close matches if ``env_id`` is not a registered id."""
+    """Raise ``ValueError`` naming close matches if ``env_id`` is not a registered id.
+
+    ``module:id`` (Gymnasium's form for environments a package registers on import) imports the
+    module first; a module that does not import is named in the error.
+    """
+    if ":" in env_id:
+        module, _, env_id = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ValueError(f"env.id={module}:{env_id}: cannot import module {module!r} ({e})") from None
     ids = known_env_ids()
     if env_id in ids:
         return
@@ -94,13 +104,17 @@ def make_env(env_cfg: Any, *, training: bool = True) -> gym.Env:
     Args:
         env_cfg: an ``EnvConfig`` (or a DictConfig with its fields).
         training: Atari only: clip rewards (RL training only; evaluation is never clipped).
+
+    ``env_cfg.dynamics`` (mass, friction, gravity, ...) is applied to the built env by
+    :func:`esbench.envs.variants.apply_dynamics`.
     """
     _ensure_registered()
+    dynamics = getattr(env_cfg, "dynamics", None)
     if env_cfg.kind == "atari":
         from esbench.envs.atari import make_atari_env
 
-        return make_atari_env(env_cfg, training=training)
+        return apply_dynamics(make_atari_env(env_cfg, training=training), dynamics)
     kwargs = dict(env_cfg.kwargs or {})
     if env_cfg.max_episode_steps is not None:
         kwargs["max_episode_steps"] = int(env_cfg.max_episode_steps)
-    return gym.make(str(env_cfg.id), disable_env_checker=True, **kwargs)
+    return apply_dynamics(gym.make(str(env_cfg.id), disable_env_checker=True, **kwargs), dynamics)

@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from esbench.policies import checks as _checks  # noqa: F401 - registers the policy config checks
 from esbench.policies.base import Policy
 from esbench.policies.mlp import MLPPolicy
 from esbench.policies.obs_norm import ObsStats
@@ -42,6 +43,7 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
             discrete_n=int(act_space.n),
             obs_norm=policy_cfg.obs_norm,
             obs_clip=policy_cfg.obs_clip,
+            bias=bool(policy_cfg.get("bias", True)),
         )
     assert isinstance(act_space, gym.spaces.Box), f"unsupported action space {act_space}"
     return MLPPolicy(
@@ -54,6 +56,7 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
         action_high=act_space.high,
         obs_norm=policy_cfg.obs_norm,
         obs_clip=policy_cfg.obs_clip,
+        bias=bool(policy_cfg.get("bias", True)),
     )
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from esbench.utils.layout import ParamLayout, flat_layout
+
 
 class Policy(ABC):
     """A deterministic policy over a flat float32 parameter vector."""
@@ -34,6 +36,10 @@ class Policy(ABC):
     @abstractmethod
     def act(self, obs: Any) -> Any:
         """The action for one observation, in the environment's action space."""
+
+    def param_layout(self) -> ParamLayout:
+        """How the flat vector is laid out (weight matrices and vectors); one vector by default."""
+        return flat_layout(self.num_params)
 
     # Observation normalization (MuJoCo). Policies without it keep these as no-ops.
     @property

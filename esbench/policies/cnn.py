@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from esbench.policies.base import Policy
+from esbench.utils.layout import Block, ParamLayout
 
 if TYPE_CHECKING:
     from esbench.config.schema import EnvConfig, PolicyConfig
@@ -205,9 +206,10 @@ class CNNPolicy(Policy):
         """Length of the flat parameter vector."""
         return self._flat.size
 
-    def param_layout(self) -> list[tuple[str, tuple[int, ...], int]]:
-        """``(name, shape, offset)`` of each tensor in the flat vector, in order."""
-        return list(self._layout)
+    def param_layout(self) -> ParamLayout:
+        """Each tensor's block of the flat vector, in order (conv kernels (out, in, kh, kw),
+        linear weights (out, in), biases and VBN scales as vectors); names in ``_layout``."""
+        return tuple(Block(start, shape) for _, shape, start in self._layout)
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         """Normc initialization (Salimans et al. 2017's reference code), drawn from ``rng`` only.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from esbench.policies.base import Policy
+from esbench.utils.layout import Block, ParamLayout
 
 
 class MLPPolicy(Policy):
@@ -30,8 +31,10 @@ class MLPPolicy(Policy):
         discrete_n: int | None = None,
         obs_norm: bool = True,
         obs_clip: float = 5.0,
+        bias: bool = True,
     ) -> None:
         self.obs_dim = int(obs_dim)
+        self.bias = bool(bias)  # False: weights only (ARS's linear policy, Mania et al. 2018)
         self.act_dim = int(act_dim)
         self.discrete_n = discrete_n  # Discrete action space: argmax over n logits
         self.action_bins = int(action_bins)
@@ -46,15 +49,16 @@ class MLPPolicy(Policy):
             out = self.act_dim
         sizes = [self.obs_dim, *[int(h) for h in hidden_sizes], out]
         self.layer_shapes = [(sizes[i + 1], sizes[i]) for i in range(len(sizes) - 1)]
-        self._num_params = sum(o * i + o for o, i in self.layer_shapes)
+        nb = 1 if self.bias else 0
+        self._num_params = sum(o * i + nb * o for o, i in self.layer_shapes)
         self._flat = np.zeros(self._num_params, dtype=np.float32)
         self._weights: list[tuple[np.ndarray, np.ndarray]] = []
         pos = 0
         for o, i in self.layer_shapes:
             w = self._flat[pos : pos + o * i].reshape(o, i)
             pos += o * i
-            b = self._flat[pos : pos + o]
-            pos += o
+            b = self._flat[pos : pos + nb * o] if self.bias else np.zeros(o, np.float32)
+            pos += nb * o
             self._weights.append((w, b))
         self._bufs = [np.empty(o, dtype=np.float32) for o, _ in self.layer_shapes]
         self._x = np.empty(self.obs_dim, dtype=np.float32)
@@ -77,6 +81,17 @@ class MLPPolicy(Policy):
     def uses_obs_norm(self) -> bool:
         return self.obs_norm
 
+    def param_layout(self) -> ParamLayout:
+        """Per layer: the weight matrix (out, in), then the bias (out,)."""
+        blocks, pos = [], 0
+        for o, i in self.layer_shapes:
+            blocks.append(Block(pos, (o, i)))
+            pos += o * i
+            if self.bias:
+                blocks.append(Block(pos, (o,)))
+                pos += o
+        return tuple(blocks)
+
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         """Normalized-column init (the reference code's ``normc_initializer``): hidden layers with
         column norm 1, the output layer with norm 0.01; biases zero."""
@@ -87,7 +102,7 @@ class MLPPolicy(Policy):
             w = rng.standard_normal((o, i)).astype(np.float32)
             w *= std / np.sqrt(np.square(w).sum(axis=1, keepdims=True))
             flat[pos : pos + o * i] = w.ravel()
-            pos += o * i + o
+            pos += o * i + (o if self.bias else 0)
         return flat
 
     def set_params(self, flat: np.ndarray) -> None:
@@ -160,8 +175,9 @@ class BatchedMLP:
         for k, (o, i) in enumerate(self.t.layer_shapes):
             self.W[k][slot] = flat[pos : pos + o * i].reshape(o, i)
             pos += o * i
-            self.b[k][slot, :, 0] = flat[pos : pos + o]
-            pos += o
+            if self.t.bias:
+                self.b[k][slot, :, 0] = flat[pos : pos + o]
+                pos += o
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Actions for observations of shape (batch, obs_dim): (batch, act_dim) float32, or

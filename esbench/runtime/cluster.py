@@ -1,8 +1,11 @@
 """Dask cluster factory: embedded by default, distributed when asked (DESIGN.md promise 4).
 
 * ``cluster=local``: a LocalCluster started here, one single-threaded worker process per core.
+  Nothing listens beyond this machine: the scheduler, the nannies, the workers and the dashboard
+  bind 127.0.0.1, and ``cluster.dashboard=false`` leaves the scheduler with no HTTP server at all.
 * ``cluster=address cluster.address=tcp://HOST:8786``: a running ``dask scheduler`` (workers
-  started with ``dask worker tcp://HOST:8786 --nthreads 1``).
+  started with ``dask worker tcp://HOST:8786 --nthreads 1``); with ``tls://`` and
+  ``cluster.security.*`` the connection is mutual TLS (:func:`security_from_config`).
 * ``cluster=slurm``: dask-jobqueue's SLURMCluster (``pip install esbench[slurm]``).
 
 Inside a Dask task (a sweep job started by the Dask launcher) the run reuses the cluster it runs
@@ -21,8 +24,12 @@ from typing import Any
 
 import dask
 from distributed import Client, LocalCluster
+from distributed.security import Security
 
 log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+"""Where every server of the embedded cluster listens: reachable from this machine only."""
 
 
 class ClusterError(RuntimeError):
@@ -41,8 +48,13 @@ def in_dask_task() -> bool:
 
 
 def worker_count(client: Client) -> int:
-    """Workers currently connected to the client's scheduler."""
-    return len(client.scheduler_info(n_workers=-1)["workers"])
+    """Workers currently connected to the client's scheduler.
+
+    One small request to the scheduler (its totals, no per-worker records: O(1) bytes however
+    many workers there are), so the ES loop can read it every generation as workers come and go.
+    """
+    info = client.scheduler_info(n_workers=0)
+    return int(info.get("n_workers", len(info.get("workers", {}))))
 
 
 @contextlib.contextmanager
@@ -58,15 +70,27 @@ def dask_client(cluster_cfg: Any, quiet: bool = False) -> Iterator[Client]:
     _quiet_dask_logs()
     if kind == "local":
         n = int(cluster_cfg.n_workers or os.cpu_count() or 1)
+        dashboard = bool(cluster_cfg.dashboard)
         with dask.config.set(_local_cluster_config(cluster_cfg)):
             cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=int(cluster_cfg.threads_per_worker),
                 processes=True,
-                dashboard_address=":0",  # any free port: a sweep may run several clusters at once
+                host=LOOPBACK,  # scheduler, nannies and workers
+                # any free port: a sweep may run several clusters at once. Dask starts the
+                # scheduler's HTTP server even without a dashboard; see _serve_no_http.
+                dashboard_address=f"{LOOPBACK}:0",
+                scheduler_kwargs={"dashboard": dashboard},
+                worker_dashboard_address=None,
                 memory_limit=cluster_cfg.memory_limit,
                 silence_logs=logging.ERROR,
             )
+        if not dashboard:
+            try:
+                _serve_no_http(cluster)
+            except BaseException:
+                cluster.close()
+                raise
         client = Client(cluster)
         _announce(client, quiet or not cluster_cfg.dashboard)
         try:
@@ -78,9 +102,16 @@ def dask_client(cluster_cfg: Any, quiet: bool = False) -> Iterator[Client]:
     if kind == "address":
         address = cluster_cfg.address
         timeout = float(cluster_cfg.connect_timeout_s)
+        security = security_from_config(cluster_cfg)
         try:
-            client = Client(address, timeout=timeout)
+            client = Client(address, timeout=timeout, security=security)
         except (OSError, TimeoutError) as e:
+            if security is not None and "certificate" in str(e).lower():
+                raise ClusterError(
+                    f"cluster.address={address!r}: the TLS handshake failed ({e}); the scheduler's CA "
+                    "must have signed cluster.security.tls_client_cert, and cluster.security.tls_ca_file "
+                    "must be the CA that signed the scheduler's certificate"
+                ) from None
             raise ClusterError(
                 f"cluster.address={address!r}: no Dask scheduler answered within {timeout:g} s ({e}). "
                 f"Start one with `dask scheduler` and workers with `dask worker {address} --nthreads 1`, "
@@ -101,28 +132,109 @@ def dask_client(cluster_cfg: Any, quiet: bool = False) -> Iterator[Client]:
             client.close()
         return
     if kind == "slurm":
+        from esbench.runtime.slurm import start_slurm_cluster
+
         try:
-            from dask_jobqueue import SLURMCluster
+            cluster = start_slurm_cluster(cluster_cfg)
         except ImportError:
             raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'esbench[slurm]'") from None
-        cluster = SLURMCluster(
-            queue=cluster_cfg.queue,
-            account=cluster_cfg.account,
-            cores=int(cluster_cfg.cores),
-            processes=int(cluster_cfg.cores),
-            memory=cluster_cfg.memory,
-            walltime=cluster_cfg.walltime,
-        )
-        cluster.scale(jobs=int(cluster_cfg.jobs))
+        except ValueError as e:
+            raise ClusterError(str(e)) from None
         client = Client(cluster)
         _announce(client, quiet)
         try:
+            _wait_for_slurm_workers(client, cluster_cfg, quiet)
             yield client
         finally:
             client.close()
             cluster.close()
         return
+    if kind == "processes":
+        from esbench.runtime.processes import SpawnError, spawned_cluster
+
+        n = int(cluster_cfg.n_workers or os.cpu_count() or 1)
+        threads = int(cluster_cfg.threads_per_worker)
+        config = _local_cluster_config(cluster_cfg)  # the same housekeeping as cluster=local
+        try:
+            with spawned_cluster(n, threads, config, str(cluster_cfg.memory_limit)) as address:
+                client = Client(address, timeout=float(cluster_cfg.connect_timeout_s))
+                try:
+                    client.wait_for_workers(n, timeout=120)
+                    _announce(client, quiet)
+                    yield client
+                finally:
+                    client.close()
+        except SpawnError as e:
+            raise ClusterError(str(e)) from None
+        return
     raise ClusterError(f"cluster.kind={kind!r}; allowed: local, address, slurm")
+
+
+def _wait_for_slurm_workers(client: Client, cluster_cfg: Any, quiet: bool) -> None:
+    """Wait until the first SLURM job's workers connect (jobs may queue); the ES loop picks up the
+    others as they start. ``cluster.worker_wait_s`` bounds the wait (None: wait for the queue)."""
+    if worker_count(client) > 0:
+        return
+    limit = cluster_cfg.worker_wait_s
+    if not quiet:
+        print("esbench: waiting for the first SLURM job's workers to connect", flush=True)
+    try:
+        client.wait_for_workers(1, timeout=None if limit is None else float(limit))
+    except TimeoutError:
+        raise ClusterError(
+            f"no SLURM job started a worker within cluster.worker_wait_s={limit}; check `squeue --me` "
+            "and the job logs (cluster.log_directory)"
+        ) from None
+
+
+def security_from_config(cluster_cfg: Any) -> Security | None:
+    """Dask ``Security`` for ``cluster.security``, or None when no TLS is configured (then Dask's
+    own configuration, e.g. ``distributed.comm.tls.*`` in ``~/.config/dask``, still applies).
+
+    Raises :class:`ClusterError` (one line naming the key) for a certificate path that is not a
+    readable file, a ``tcp://`` address with TLS configured, or a ``tls://`` address with no
+    certificates anywhere: Dask would otherwise fail with a traceback, or not at all.
+    """
+    sec = getattr(cluster_cfg, "security", None)
+    if sec is None:
+        return None
+    paths: dict[str, str] = {}
+    for key in ("tls_ca_file", "tls_client_cert", "tls_client_key"):
+        value = getattr(sec, key, None)
+        if value:
+            path = os.path.expanduser(str(value))
+            if not (os.path.isfile(path) and os.access(path, os.R_OK)):
+                raise ClusterError(f"cluster.security.{key}={value!r}: no readable file there")
+            paths[key] = path
+    address = str(cluster_cfg.address or "")
+    if not paths and not getattr(sec, "require_encryption", False):
+        if address.startswith("tls://") and not dask.config.get("distributed.comm.tls.ca-file", None):
+            raise ClusterError(
+                f"cluster.address={address!r} needs certificates; set cluster.security.tls_ca_file, "
+                "cluster.security.tls_client_cert and cluster.security.tls_client_key"
+            )
+        return None
+    if not address.startswith("tls://"):
+        raise ClusterError(
+            f"cluster.address={address!r} is not encrypted but cluster.security asks for TLS; "
+            "allowed: tls://HOST:PORT (a scheduler started with --tls-ca-file/--tls-cert/--tls-key)"
+        )
+    return Security(require_encryption=True, **paths)
+
+
+def _serve_no_http(cluster: LocalCluster) -> None:
+    """Stop the in-process scheduler's HTTP server, which Dask starts even with no dashboard
+    (Prometheus metrics, health, and ``/info`` pages with worker logs and call stacks), and drop
+    it from the services the scheduler advertises, so no dashboard link is offered."""
+
+    async def stop() -> None:
+        scheduler = cluster.scheduler
+        assert scheduler is not None
+        scheduler.http_server.stop()
+        scheduler.services.pop("dashboard", None)
+
+    cluster.sync(stop)
+    cluster.scheduler_info.get("services", {}).pop("dashboard", None)
 
 
 def _local_cluster_config(cluster_cfg: Any) -> dict[str, Any]:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
-from distributed import Client, Future
+from distributed import CancelledError, Client, Future, KilledWorker
 
 from esbench.runtime.replica import SyncMessage, TrainerState
+from esbench.runtime.wire import WireStats, payload_bytes
 from esbench.runtime.worker import ChunkResult, RunSpec, evaluate_chunk
+
+log = logging.getLogger(__name__)
+
+#: Rounds of snapshot re-sends in one call before giving up: a round fails only when the worker
+#: holding the scattered snapshot dies before every stale task has fetched it.
+SNAPSHOT_ROUNDS = 3
+
+
+#: Bytes of protocol header, frame opcode and stop that every separate pickle carries.
+_PICKLE_FRAMING = 12
 
 
 def split_members(n: int, n_tasks: int) -> list[list[int]]:
@@ -25,12 +38,25 @@ class MemberEvaluator:
     Released only after it, the old tasks would still count in their task group when the new ones
     are scheduled, and Dask would queue a group larger than twice the cluster's threads as
     "root-ish" tasks: on Atari (4 tasks on 2 workers) that made generations 10-20% slower.
+
+    :attr:`wire` counts what the calls send and receive (:mod:`esbench.runtime.wire`); the trainer
+    takes the counts once per generation.
     """
 
     def __init__(self, client: Client, spec: RunSpec) -> None:
         self.client = client
         self.spec = spec
         self.held: list[Future] = []  # the last call's futures, kept until the next call
+        self.wire = WireStats()
+        self._fixed_bytes = payload_bytes((evaluate_chunk, spec))  # the same in every task
+
+    def task_bytes(self, msg_bytes: int, chunk: list[int], mode: str) -> int:
+        """Payload of one task: function and spec, the message (``msg_bytes``), members, mode.
+
+        The three parts are sized apart (the message once for all tasks) and each separate pickle
+        carries its own 12 bytes of header, frame and stop, which the task's one pickle has once.
+        """
+        return self._fixed_bytes + msg_bytes + payload_bytes((chunk, mode)) - 2 * _PICKLE_FRAMING
 
     def __call__(
         self, msg: SyncMessage, chunks: list[list[int]], mode: str, state: TrainerState
@@ -38,24 +64,53 @@ class MemberEvaluator:
         """The chunks' results in chunk order.
 
         Workers that cannot reach ``msg.generation`` by replay (new, restarted, too far behind)
-        answer stale; those chunks are sent again with a snapshot of ``state``, scattered once.
-        A worker lost mid-task has its task recomputed elsewhere by Dask; since every random
-        stream is derived from (seed, generation, member), the recomputed result is the same.
+        answer stale; those chunks are sent again with a snapshot of ``state``, scattered once,
+        and counted in :attr:`wire` (``snapshots_sent``). A worker lost mid-task has its task
+        recomputed elsewhere by Dask; since every random stream is derived from (seed, generation,
+        member), the recomputed result is the same. A snapshot lost with its worker before the
+        stale tasks fetched it is scattered again.
         """
         client, spec = self.client, self.spec
         self.held = []  # the previous call's results: released in the same batch as the submission
         futures = [client.submit(evaluate_chunk, spec, msg, c, mode, pure=False) for c in chunks]
         self.held = futures
+        msg_bytes = payload_bytes(msg)  # counted while the workers compute
+        self.wire.tasks += len(chunks)
+        self.wire.bytes_to_workers += sum(self.task_bytes(msg_bytes, c, mode) for c in chunks)
         results: list[ChunkResult] = client.gather(futures)
+        self.wire.bytes_from_workers += sum(payload_bytes(r) for r in results)
         stale = [i for i, r in enumerate(results) if r.stale]
-        if stale:
+        for attempt in range(1, SNAPSHOT_ROUNDS + 1):
+            if not stale:
+                break
             snapshot = client.scatter(state, hash=False)
+            per_task = payload_bytes(state) + payload_bytes(snapshot.key)
+            log.info(
+                "generation %d: %d task(s) on stale workers, re-sent with a %.1f kB snapshot",
+                msg.generation, len(stale), per_task / 1e3,
+            )  # fmt: skip
             retry = {
                 i: client.submit(evaluate_chunk, spec, msg, chunks[i], mode, snapshot, pure=False)
                 for i in stale
             }
-            for i, fut in retry.items():
-                results[i] = fut.result()
-                if results[i].stale:
+            self.wire.tasks += len(retry)
+            self.wire.snapshots_sent += len(retry)
+            self.wire.bytes_to_workers += sum(
+                per_task + self.task_bytes(msg_bytes, chunks[i], mode) for i in retry
+            )
+            try:
+                got = dict(zip(retry, client.gather(list(retry.values())), strict=True))
+            except (CancelledError, KilledWorker):
+                if attempt == SNAPSHOT_ROUNDS:
+                    raise
+                log.warning(
+                    "generation %d: the snapshot was lost with its worker; sending it again", msg.generation
+                )
+                continue
+            for i, r in got.items():
+                if r.stale:
                     raise RuntimeError(f"a worker could not load the generation-{msg.generation} snapshot")
+                self.wire.bytes_from_workers += payload_bytes(r)
+                results[i] = r
+            stale = []
         return results

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
-from esbench.policies.mlp import BatchedMLP
+from esbench.policies.lowrank import LowRank
+from esbench.policies.mlp import MLPPolicy
 from esbench.runtime.rollout import Episode
 
 _NOISE_BLOCK = 1024
@@ -26,7 +28,7 @@ _NOISE_BLOCK = 1024
 class EpisodeJob:
     """One episode to play: the parameters, the reset seed, optional action noise."""
 
-    params: np.ndarray  # (num_params,) float32
+    params: np.ndarray | LowRank  # (num_params,) float32, or factors over a batch's base weights
     seed: int
     noise: tuple[np.random.Generator, float] | None = None  # (stream, std): training only
     collect_obs: bool = False
@@ -46,13 +48,26 @@ class _Slot:
         self.observations: list[np.ndarray] | None = [] if job.collect_obs else None
 
 
-def run_lockstep(envs: list[gym.Env], policy: BatchedMLP, jobs: list[EpisodeJob]) -> list[Episode]:
+class BatchPolicy(Protocol):
+    """What the lockstep loop drives: :class:`~esbench.policies.mlp.BatchedMLP` (a job's dense
+    parameters per slot) or :class:`~esbench.policies.lowrank.LowRankBatchedMLP` (its factors)."""
+
+    t: MLPPolicy
+    batch: int
+
+    def set_slot(self, slot: int, member: Any, /) -> None: ...
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+
+def run_lockstep(envs: list[gym.Env], policy: BatchPolicy, jobs: list[EpisodeJob]) -> list[Episode]:
     """Play every job; returns their episodes in job order.
 
     Args:
         envs: ``policy.batch`` environments of the same id (slot b uses ``envs[b]``).
-        policy: the batched policy, observation statistics already set on its template.
-        jobs: the episodes to play.
+        policy: the batched policy, observation statistics already set on its template (and, for
+            low-rank jobs, its base weights).
+        jobs: the episodes to play (``job.params`` of the kind ``policy.set_slot`` takes).
     """
     batch = policy.batch
     if len(envs) != batch:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from esbench.policies.obs_norm import ObsStats
 from esbench.strategies.base import ESState, Population, Strategy
@@ -57,11 +59,35 @@ class SyncMessage:
     records: tuple[GenerationRecord, ...] = field(default_factory=tuple)
 
 
+_BLAS: ThreadpoolController | None = None
+
+
+def _one_blas_thread() -> Any:
+    """A context in which BLAS (OpenBLAS, MKL) runs on one thread.
+
+    A multi-threaded BLAS splits a long reduction (the weighted sum of noise rows in ``tell``, a
+    covariance product) into per-thread partial sums, and their rounding differs from the
+    one-thread result: on a 1M-parameter MLP the master (2 BLAS threads) and its workers (1 thread:
+    Dask's nanny sets it) disagreed from the first update, every replay failed its digest, and
+    every task was re-sent with a 12 MB snapshot (``esbench bench comm`` found it). So every
+    replica applies ``tell`` on one thread. The controller is built once (about 2 µs per use).
+    """
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
 def advance(strategy: Strategy, state: TrainerState, record: GenerationRecord) -> tuple[TrainerState, dict]:
-    """The next state: ``strategy.tell`` on the record's fitness, then the observation sums added."""
+    """The next state: ``strategy.tell`` on the record's fitness, then the observation sums added.
+
+    Master and workers call this one function, with BLAS on one thread (:func:`_one_blas_thread`),
+    so their states agree bit for bit whatever threads each process would otherwise use.
+    """
     if record.generation != state.generation:
         raise ValueError(f"record of generation {record.generation} applied to state at {state.generation}")
-    es, metrics = strategy.tell(state.es, record.population, record.fitness)
+    with _one_blas_thread():
+        es, metrics = strategy.tell(state.es, record.population, record.fitness)
     obs = state.obs
     if (
         obs is not None
@@ -74,10 +100,14 @@ def advance(strategy: Strategy, state: TrainerState, record: GenerationRecord) -
 
 
 def state_digest(state: TrainerState) -> str:
-    """sha256 over the parameters and observation statistics: equal digests, equal rollouts."""
+    """sha256 over the parameters, the strategy's own arrays and the observation statistics:
+    equal digests, equal members and rollouts."""
     h = hashlib.sha256()
     h.update(np.int64(state.generation).tobytes())
     h.update(np.ascontiguousarray(state.es.params).tobytes())
+    for key in sorted(state.es.aux):  # a strategy's own arrays (per-parameter sigma, CMA-ES state)
+        h.update(key.encode())
+        h.update(np.ascontiguousarray(state.es.aux[key]).tobytes())
     if state.obs is not None:
         h.update(state.obs.total.tobytes())
         h.update(state.obs.sumsq.tobytes())

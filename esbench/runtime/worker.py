@@ -16,18 +16,19 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from esbench.envs import make_env
 from esbench.policies import ObsStats, Policy, make_policy
+from esbench.policies.lowrank import LowRank, LowRankBatchedMLP, LowRankSource
 from esbench.policies.mlp import BatchedMLP, MLPPolicy
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
 from esbench.runtime.rollout import Episode, run_episode
-from esbench.strategies import Strategy, make_strategy
+from esbench.strategies import ESState, Population, Strategy, make_strategy
 from esbench.utils.seeding import ACTION_NOISE, ENV_RESET, INIT_PARAMS, OBS_STATS, derive_seed, generator
 
 
@@ -84,7 +85,9 @@ class RunContext:
         self.env = make_env(self.env_cfg, training=True)
         self.eval_env = make_env(self.env_cfg, training=False) if self.env_cfg.kind == "atari" else self.env
         self.policy: Policy = make_policy(OmegaConf.create(spec.policy), self.env, self.env_cfg, spec.seed)
-        self.strategy: Strategy = make_strategy(self.algo, self.policy.num_params, spec.seed)
+        self.strategy: Strategy = make_strategy(
+            self.algo, self.policy.num_params, spec.seed, self.policy.param_layout()
+        )
         # MLP policies step B environments in lockstep with one stacked forward pass.
         self.batched: BatchedMLP | None = None
         self.envs: list[Any] = []
@@ -92,6 +95,12 @@ class RunContext:
             batch = int(self.algo.rollout_batch)
             self.batched = BatchedMLP(self.policy, batch)
             self.envs = [self.env, *(make_env(self.env_cfg, training=True) for _ in range(batch - 1))]
+        # A low-rank strategy (EGGROLL) plays its training members as factors over shared weights.
+        self.lowrank: LowRankBatchedMLP | None = None
+        self.factored: LowRankSource | None = None
+        if self.batched is not None and getattr(self.strategy, "low_rank", False):
+            self.factored = cast(LowRankSource, self.strategy)
+            self.lowrank = LowRankBatchedMLP(self.batched.t, self.batched.batch, self.factored.rank)
         self.states: dict[int, TrainerState] = {}
         self.verified: set[int] = set()
 
@@ -101,16 +110,26 @@ class RunContext:
             env.close()
 
     def play(self, jobs: list[EpisodeJob], evaluation: bool) -> list[Episode]:
-        """Play episodes: in lockstep for MLP policies, one by one otherwise."""
-        if self.batched is not None and jobs:
-            n = balanced_batch(len(jobs), self.batched.batch)
-            return run_lockstep(self.envs[:n], self.batched.prefix(n), jobs)
+        """Play episodes: in lockstep for MLP policies, one by one otherwise. Low-rank jobs
+        (:class:`LowRank`) play on :attr:`lowrank`, whose base weights the caller has set."""
+        batched = self.lowrank if jobs and isinstance(jobs[0].params, LowRank) else self.batched
+        if batched is not None and jobs:
+            n = balanced_batch(len(jobs), batched.batch)
+            return run_lockstep(self.envs[:n], batched.prefix(n), jobs)
         env = self.eval_env if evaluation else self.env
         episodes = []
         for job in jobs:
+            assert isinstance(job.params, np.ndarray), "low-rank members play in lockstep only"
             self.policy.set_params(job.params)
             episodes.append(run_episode(env, self.policy, job.seed, job.noise, collect_obs=job.collect_obs))
         return episodes
+
+    def member(self, es: ESState, population: Population, i: int, sign: int) -> np.ndarray | LowRank:
+        """Member i played with ``sign``: its factors when :attr:`lowrank` plays it, else its
+        dense parameters."""
+        if self.factored is not None:
+            return LowRank(self.factored.member_factors(es, population, i), sign * self.factored.sigma)
+        return self.strategy.member_params(es, population, i, sign)
 
     def initial_state(self) -> TrainerState:
         """Generation 0, built from the seed alone (the master builds the same)."""
@@ -244,6 +263,8 @@ def evaluate_chunk(
         )
     population = strategy.ask(state.es)
     signs = population.signs
+    if ctx.lowrank is not None:
+        ctx.lowrank.set_base(state.es.params)
     noise_std = float(ctx.algo.action_noise_std)
     collect_p = float(ctx.algo.obs_norm_fraction) if state.obs is not None else 0.0
     jobs = []
@@ -252,7 +273,7 @@ def evaluate_chunk(
         collect = collect_p > 0 and generator(spec.seed, OBS_STATS, g, int(i)).random() < collect_p
         for col, sign in enumerate(signs):
             noise = (generator(spec.seed, ACTION_NOISE, g, int(i), col), noise_std) if noise_std else None
-            params = strategy.member_params(state.es, population, int(i), sign)
+            params = ctx.member(state.es, population, int(i), sign)
             jobs.append(EpisodeJob(params, reset_seed, noise, collect))
     eps = ctx.play(jobs, evaluation=False)
     k = len(signs)

@@ -12,7 +12,8 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
     metrics.csv     one row per step, columns METRIC_COLUMNS
     summary.json    SUMMARY_KEYS, written once when the run completes (its presence = complete)
     env.json        package versions, git commit, cores, host, python
-    checkpoint.pkl  the latest checkpoint (strategy/model state + metrics rows so far)
+    checkpoint.npz  the latest checkpoint (strategy/model state + metrics rows so far), data only:
+                    arrays and a JSON manifest (esbench.utils.statefile), never a pickle
     wandb/          the W&B run files (offline mode: `wandb sync` them later)
 """
 
@@ -37,6 +38,23 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "nonfinite_members",  # ES: population members excluded for NaN/inf returns (0 for RL)
     "grad_norm",  # ES: norm of the estimated gradient; RL: empty
     "param_norm",  # L2 norm of the flat parameter vector after the step (empty where not known)
+    # ES: what this step's Dask tasks carried, serialized as Dask ships it (esbench.runtime.wire):
+    "bytes_to_workers",  # task payloads (spec, sync message, members) and snapshots; RL: empty
+    "bytes_from_workers",  # task results (returns, lengths, observation sums); RL: empty
+    "snapshots_sent",  # tasks re-sent with a full state to a new, restarted or lagging worker
+)
+
+#: Columns that depend on where and how fast a run executes, not on what it computes: a run
+#: repeated with other workers, resumed, or with a worker lost or added mid-run has the same rows
+#: apart from these (DESIGN.md promise 1; the determinism tests compare everything else).
+EXECUTION_COLUMNS: tuple[str, ...] = (
+    "wall_clock_s",
+    "cpu_s",
+    "steps_per_s",
+    "workers",
+    "bytes_to_workers",
+    "bytes_from_workers",
+    "snapshots_sent",
 )
 
 SUMMARY_KEYS: tuple[str, ...] = (
@@ -57,13 +75,17 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "steps_per_s",  # training throughput, cluster start-up excluded
     "workers",
     "params_sha256",  # sha256 of the final flat parameter vector's bytes (float32, C order)
+    "stopped_at_return",  # ended at its first evaluation >= budget.stop_at_return (reached, not censored)
 )
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
 SUMMARY_FILE = "summary.json"
 ENV_FILE = "env.json"
-CHECKPOINT_FILE = "checkpoint.pkl"
+CHECKPOINT_FILE = "checkpoint.npz"
+#: Where esbench before data-only checkpoints kept a pickle. Never loaded (unpickling runs code);
+#: a run directory holding one refuses to resume and says so.
+LEGACY_CHECKPOINT_FILE = "checkpoint.pkl"
 
 
 def empty_row() -> dict[str, object]:

@@ -3,27 +3,41 @@
 The report reads only this store, so a paper never depends on a tracking server. Layout and
 columns are fixed in :mod:`esbench.tracking.schema`. A run directory whose ``summary.json`` exists
 is complete; one with only a checkpoint is resumable.
+
+A run directory is written by one process at a time: :meth:`RunStore.lock` holds an exclusive
+``flock`` on its ``.lock`` file for the run's lifetime, and a second process asking for it stops
+at once with :class:`RunLockedError`. Names are checked (:mod:`esbench.utils.paths`) and
+:meth:`RunStore.clear` deletes nothing outside the store's root.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
+import fcntl
 import io
 import json
 import math
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from esbench.config.errors import ConfigError
+from esbench.config.validate import register_check
 from esbench.tracking import schema
-from esbench.utils.io import atomic_write_json, atomic_write_pickle, atomic_write_text, read_pickle
+from esbench.utils import statefile
+from esbench.utils.io import atomic_write_json, atomic_write_text
+from esbench.utils.paths import check_path_component
 
 _PACKAGES = (
     "esbench", "numpy", "torch", "gymnasium", "mujoco", "ale-py", "stable-baselines3", "sb3-contrib",
@@ -31,11 +45,33 @@ _PACKAGES = (
 )  # fmt: skip
 
 
+LOCK_FILE = ".lock"
+"""In the run directory: its ``flock`` marks the one process writing the run (holder's pid inside)."""
+
+
+class RunLockedError(RuntimeError):
+    """Another process holds the run directory's lock; the message is one line for the user."""
+
+
+class RunFileError(ConfigError):
+    """A checkpoint or summary that cannot be read; the message is one line naming the file and the fix.
+
+    A :class:`~esbench.config.errors.ConfigError` because the fix is one: ``resume=false``. The
+    command line prints it as one line and exits with status 2, as for any config that cannot run.
+    """
+
+
 class RunStore:
     """The files of one run: ``<root>/<experiment>/<run_id>/``."""
 
     def __init__(self, root: str | os.PathLike[str], experiment: str, run_id: str) -> None:
-        self.dir = Path(root) / experiment / run_id
+        """Raises ``ValueError`` if ``experiment`` or ``run_id`` is not a plain directory name
+        (``..``, ``/``, a leading ``.``...): validation rejects those first, this is the backstop
+        for callers that build a store without a validated config."""
+        check_path_component("experiment", experiment)
+        check_path_component("run_id", run_id)
+        self.root = Path(root)
+        self.dir = self.root / experiment / run_id
         self.run_id = run_id
         self.experiment = experiment
 
@@ -50,11 +86,13 @@ class RunStore:
 
     @property
     def has_checkpoint(self) -> bool:
-        """Whether a checkpoint exists to resume from."""
-        return self.path(schema.CHECKPOINT_FILE).exists()
+        """Whether a checkpoint exists to resume from (a legacy pickle counts: loading refuses it)."""
+        return self.path(schema.CHECKPOINT_FILE).exists() or self.path(schema.LEGACY_CHECKPOINT_FILE).exists()
 
     def write_config(self, cfg: DictConfig) -> None:
-        """The resolved config, as YAML."""
+        """The resolved config, as YAML; refuses a config that reads the environment
+        (:func:`refuse_env_interpolations`), whose resolved value could be a secret."""
+        refuse_env_interpolations(cfg)
         atomic_write_text(self.path(schema.CONFIG_FILE), OmegaConf.to_yaml(cfg, resolve=True))
 
     def write_env_record(self, workers: int) -> None:
@@ -78,22 +116,145 @@ class RunStore:
         atomic_write_json(self.path(schema.SUMMARY_FILE), summary)
 
     def read_summary(self) -> dict[str, Any]:
-        """The summary of a complete run."""
-        return json.loads(self.path(schema.SUMMARY_FILE).read_text())
+        """The summary of a complete run.
 
-    def save_checkpoint(self, obj: Any) -> None:
-        """Replace the checkpoint atomically."""
-        atomic_write_pickle(self.path(schema.CHECKPOINT_FILE), obj)
+        Raises:
+            RunFileError: it is truncated, not JSON, or not an object.
+        """
+        path = self.path(schema.SUMMARY_FILE)
+        try:
+            summary = json.loads(path.read_text())
+            if not isinstance(summary, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            reason = (str(e).splitlines() or [type(e).__name__])[0][:200]
+            raise RunFileError(
+                f"summary {path} is unreadable ({reason}); run again with resume=false to run it anew"
+            ) from None
+        return summary
 
-    def load_checkpoint(self) -> Any:
-        """The latest checkpoint."""
-        return read_pickle(self.path(schema.CHECKPOINT_FILE))
+    def save_checkpoint(self, obj: Any, types: Iterable[type]) -> None:
+        """Replace the checkpoint atomically with ``obj``, a data-only state file.
+
+        Args:
+            obj: Dataclasses (listed in ``types``) of arrays, scalars, strings and containers of
+                these; see :mod:`esbench.utils.statefile`.
+            types: The dataclass types ``obj`` may contain.
+        """
+        statefile.save(self.path(schema.CHECKPOINT_FILE), obj, types)
+
+    def load_checkpoint(self, types: Iterable[type]) -> Any:
+        """The latest checkpoint, rebuilding only the dataclasses in ``types``; no code in it runs.
+
+        Raises:
+            RunFileError: the checkpoint is missing, truncated, corrupt, names another type, or
+                is a pickle (the legacy ``checkpoint.pkl``, or pickle bytes under the new name).
+        """
+        path = self.path(schema.CHECKPOINT_FILE)
+        legacy = self.path(schema.LEGACY_CHECKPOINT_FILE)
+        if not path.exists() and legacy.exists():
+            raise self.checkpoint_error(
+                "a pickle from an older esbench: esbench never unpickles a results directory, since that "
+                "can run any code",
+                legacy,
+            )
+        try:
+            return statefile.load(path, types)
+        except statefile.StateFileError as e:
+            raise self.checkpoint_error(str(e)) from None
+
+    def checkpoint_error(self, reason: str, path: Path | None = None) -> RunFileError:
+        """The one-line error for a checkpoint that cannot be resumed from, saying what to do."""
+        path = path or self.path(schema.CHECKPOINT_FILE)
+        return RunFileError(
+            f"checkpoint {path} is unreadable ({reason}); run again with resume=false to start over"
+        )
 
     def clear(self) -> None:
-        """Remove the run's files (a fresh start with ``resume=false``)."""
-        if self.dir.exists():
-            for p in sorted(self.dir.rglob("*"), reverse=True):
-                p.unlink() if p.is_file() or p.is_symlink() else p.rmdir()
+        """Remove the run's files (a fresh start with ``resume=false``), keeping its lock file.
+
+        Refuses (``ValueError``) when the run directory, symlinks resolved, is not strictly inside
+        the resolved store root: a symlinked experiment or run directory pointing elsewhere is
+        never emptied. Symlinks inside the run are removed as links, never followed.
+        """
+        if not self.dir.exists():
+            return
+        root, target = self.root.resolve(), self.dir.resolve()
+        if target == root or not target.is_relative_to(root):
+            raise ValueError(
+                f"refusing to clear {self.dir}: it resolves to {target}, outside the results store {root}"
+            )
+        lock = target / LOCK_FILE
+        for p in sorted(target.rglob("*"), reverse=True):
+            if p == lock:
+                continue
+            p.unlink() if p.is_file() or p.is_symlink() else p.rmdir()
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory exclusively for the ``with`` block (the run's lifetime).
+
+        An exclusive, non-blocking ``fcntl.flock`` on ``<run dir>/.lock``: a second process (or a
+        second ``lock()`` in this one) raises :class:`RunLockedError` at once instead of waiting.
+        Stopping beats waiting: a run can take hours, and once the first finishes the second would
+        only find the run complete and skip it (or, with ``resume=false``, delete it). The kernel
+        drops the lock when the holder exits, however it dies, so a killed run never leaves a stale
+        lock; the pid written into the file only makes the message say who holds it. Works on local
+        file systems and on NFS (Linux maps ``flock`` to NFS locks).
+        """
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.path(LOCK_FILE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                who = f" ({holder})" if holder else ""
+                raise RunLockedError(
+                    f"run directory {self.dir} is in use: another process{who} holds its lock "
+                    f"{path}; wait for it to finish, or give this run another run_id"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+
+_ENV_INTERPOLATION = re.compile(r"\$\{\s*oc\.env\s*:")
+
+
+@register_check
+def refuse_env_interpolations(cfg: DictConfig) -> None:
+    """Raise :class:`ConfigError` if a value of ``cfg`` reads the environment (``${oc.env:VAR}``).
+
+    A run's config is stored resolved, with its results (``config.yaml``) and in its W&B run
+    (config and debug log), and results are made to be shared: such a value would copy the
+    variable, an API key or a token say, into them. Writing it unresolved instead would break the
+    promise that a run is a pure function of its stored config. W&B reads its own credentials
+    (``WANDB_API_KEY``) from the environment, so no config value needs to. Registered as a
+    validation check, so ``esbench run`` and every job of a sweep stop before any work starts.
+    """
+
+    def strings(node: Any, key: str) -> Iterator[tuple[str, str]]:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from strings(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from strings(v, f"{key}[{i}]")
+        elif isinstance(node, str):
+            yield key, node
+
+    for key, value in strings(OmegaConf.to_container(cfg, resolve=False), ""):
+        if _ENV_INTERPOLATION.search(value):
+            raise ConfigError(
+                f"{key}={value!r} reads an environment variable; allowed: a literal value (a run's "
+                "config is stored in its results and its W&B run, where a secret must not go)"
+            )
 
 
 def _fmt(v: Any) -> str:

@@ -3,7 +3,16 @@
 Offline mode writes the run under ``<run_dir>/wandb/`` for a later ``wandb sync``; nothing touches
 the network. Runs carry group (experiment/recipe), job type (algorithm) and tags (env, scale,
 frame-skip) so the W&B workspace lays them side by side. Tracking never kills a run: any W&B
-failure logs one warning and disables the writer.
+failure logs one warning and disables the writer; the local results store is written either way.
+
+Two things the defaults of ``wandb.init`` get wrong for a benchmark:
+
+* Online with no route to the server, ``wandb.init`` waits ``Settings.init_timeout`` (90 s)
+  before it gives up. A run waits ``init_timeout_s`` instead (``tracker.init_timeout_s``).
+* The Dask launcher runs several sweep jobs at once in one worker process. ``wandb.init`` by
+  default keeps one run per process (``reinit="finish_previous"`` finishes the other job's run,
+  whose next ``log`` then fails). Each writer creates its own run (``reinit="create_new"``) and
+  logs through that run object only, never through the process-global ``wandb.log``.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import hashlib
 import logging
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 class WandbWriter:
-    """Logs metric rows and the summary to one W&B run."""
+    """Logs metric rows and the summary to one W&B run of its own."""
 
     def __init__(
         self,
@@ -33,10 +43,14 @@ class WandbWriter:
         job_type: str,
         tags: list[str],
         config: dict[str, Any],
+        init_timeout_s: float = 15.0,
     ) -> None:
+        """Start the W&B run; on failure (including no answer within ``init_timeout_s`` seconds,
+        online) warn once and carry on without W&B."""
         self.run: Any = None
         if mode == "disabled":
             return
+        started = time.monotonic()
         try:
             os.environ.setdefault("WANDB_SILENT", "true")
             import wandb
@@ -54,16 +68,27 @@ class WandbWriter:
                 job_type=job_type,
                 tags=[t for t in tags if t][:64],
                 config=config,
-                settings=wandb.Settings(console="off", x_disable_stats=True, silent=True),
-                reinit="finish_previous",
+                settings=wandb.Settings(
+                    console="off", x_disable_stats=True, silent=True, init_timeout=float(init_timeout_s)
+                ),
+                reinit="create_new",  # concurrent jobs in one process each keep their own run
             )
             self.run.define_metric("timesteps")
             self.run.define_metric("*", step_metric="timesteps")
         except Exception as e:  # a tracking failure never kills a run
-            self._fail(e)
+            waited = time.monotonic() - started
+            hint = ""
+            if mode == "online" and waited >= init_timeout_s:
+                hint = (
+                    f" (no answer from W&B within tracker.init_timeout_s={init_timeout_s:g} s;"
+                    " tracker=wandb_offline logs locally for a later `wandb sync`)"
+                )
+            self._fail(e, hint)
 
-    def _fail(self, e: BaseException) -> None:
-        log.warning("W&B tracking disabled for this run: %s: %s", type(e).__name__, e)
+    def _fail(self, e: BaseException, hint: str = "") -> None:
+        """Warn once, on one line, and stop logging to W&B."""
+        message = " ".join(str(e).split())  # W&B errors span lines; a warning is one line
+        log.warning("W&B tracking disabled for this run: %s: %s%s", type(e).__name__, message, hint)
         self.run = None
 
     def write(self, row: dict[str, Any]) -> None:

@@ -3,13 +3,15 @@
 Every file of the results store goes through these helpers (DESIGN.md promise 6: nothing is lost):
 write to a temporary file in the same directory, flush and fsync, then ``os.replace`` over the
 target, which is atomic on POSIX file systems.
+
+There is deliberately no pickle helper: a results directory may come from anyone, and reading it
+must never run code. Checkpoints are data-only state files (:mod:`esbench.utils.statefile`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,17 +41,6 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Write ``obj`` as indented JSON to ``path`` atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
-
-
-def atomic_write_pickle(path: str | os.PathLike[str], obj: Any) -> None:
-    """Pickle ``obj`` to ``path`` atomically (checkpoints)."""
-    atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def read_pickle(path: str | os.PathLike[str]) -> Any:
-    """Load a pickle written by :func:`atomic_write_pickle`."""
-    with open(path, "rb") as f:
-        return pickle.load(f)
 
 
 def _json_default(obj: Any) -> Any:

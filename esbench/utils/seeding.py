@@ -17,6 +17,7 @@ ACTION_NOISE = 3
 OBS_STATS = 4
 INIT_PARAMS = 5
 VBN_REFERENCE = 6  # the Atari CNN's virtual-batch-norm reference batch (one per run)
+EVAL_ACTIONS = 7  # RL baselines' sampled / epsilon-greedy evaluation actions: (seed, 7, timestep, episode)
 
 
 def generator(seed: int, *keys: int) -> np.random.Generator:

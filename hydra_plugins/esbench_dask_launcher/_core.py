@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
@@ -39,8 +39,17 @@ from omegaconf import DictConfig, open_dict
 
 from hydra_plugins.esbench_dask_launcher.progress import SweepProgress
 
-if TYPE_CHECKING:
-    from hydra_plugins.esbench_dask_launcher.dask_launcher import DaskLauncher
+
+class LauncherState(Protocol):
+    """What :func:`launch` reads of the launcher (``DaskLauncher``; a protocol, so this module does
+    not import the one that imports it)."""
+
+    max_concurrent: int | None
+    progress_interval_s: float
+    config: DictConfig | None
+    task_function: TaskFunction | None
+    hydra_context: HydraContext | None
+
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +60,12 @@ class SweepClusterError(CompactHydraException):
 
 @dataclass
 class JobContext:
-    """What every job of a sweep needs on its worker (scattered to the cluster once)."""
+    """What every job of a sweep needs on its worker (about 100 kB), sent inside every job's task.
+
+    Not scattered: a scattered object lives in one worker's memory, and when that worker died the
+    scheduler forgot it and cancelled every job that needed it, ending the whole sweep. A task that
+    carries its own arguments is simply run again on another worker (``test_scale_out.py``).
+    """
 
     hydra_context: HydraContext
     config: DictConfig
@@ -100,6 +114,9 @@ def execute_job(idx: int, overrides: Sequence[str], ctx: JobContext) -> tuple[Jo
     ret = JobReturn(overrides=list(overrides), status=JobStatus.FAILED)
     error: str | None = None
     try:
+        from esbench.runner import load_components
+
+        load_components()  # registry, env checks and resolvers, in a fresh worker process too
         setup_globals()
         Singleton.set_state(ctx.singleton_state)
         sweep_config = ctx.hydra_context.config_loader.load_sweep_config(ctx.config, list(overrides))
@@ -146,7 +163,7 @@ def report_failure(report: JobReport) -> None:
 
 
 def launch(
-    launcher: "DaskLauncher", job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    launcher: LauncherState, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
 ) -> Sequence[JobReturn]:
     """Run the jobs on the configured cluster; returns their ``JobReturn`` in input order."""
     from esbench.runtime.cluster import ClusterError, dask_client
@@ -173,7 +190,7 @@ def _job_weights(jobs: list[tuple[int, list[str]]]) -> dict[int, float]:
     return {idx: estimated_core_seconds(overrides) for idx, overrides in jobs}
 
 
-def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[str]]]) -> list[JobReturn]:
+def _run_jobs(client: Any, launcher: LauncherState, jobs: list[tuple[int, list[str]]]) -> list[JobReturn]:
     from distributed import wait
 
     from esbench.runtime.cluster import worker_count
@@ -189,7 +206,6 @@ def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[
         driver_cwd=os.getcwd(),
         topic=topic,
     )
-    ctx_future = client.scatter(ctx, hash=False)
     print(
         f"esbench: Dask launcher: {len(jobs)} job(s) on {workers} worker(s), up to {limit} at once",
         flush=True,
@@ -207,7 +223,7 @@ def _run_jobs(client: Any, launcher: "DaskLauncher", jobs: list[tuple[int, list[
         while pending and len(running) < limit:
             idx, overrides = pending.popleft()
             key = f"{topic}-job{idx}"
-            future = client.submit(execute_job, idx, overrides, ctx_future, pure=False, key=key)
+            future = client.submit(execute_job, idx, overrides, ctx, pure=False, key=key)
             running[future] = (idx, overrides)
         try:
             done, _ = wait(list(running), timeout=1.0, return_when="FIRST_COMPLETED")

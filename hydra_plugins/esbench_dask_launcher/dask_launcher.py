@@ -7,6 +7,7 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from hydra_plugins.esbench_dask_launcher import _core
 from hydra_plugins.esbench_dask_launcher import config as _config  # noqa: F401  (registers the config)
 
 
@@ -28,6 +29,4 @@ class DaskLauncher(Launcher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         """Run the jobs; returns their ``JobReturn`` in input order."""
-        from hydra_plugins.esbench_dask_launcher import _core
-
         return _core.launch(self, job_overrides, initial_job_idx)

@@ -1,10 +1,11 @@
-"""OmegaConf resolvers used by ``conf/``, registered when :mod:`esbench.config` is imported.
+"""OmegaConf resolvers used by ``conf/``, registered when :mod:`esbench.envs` is imported.
 
 ``${atari_id:${env.game}}`` (``conf/env/atari.yaml``) turns a game name in any accepted spelling
 (``Pong``, ``pong``, ``"Space Invaders"``, ``ALE/Pong-v5``) into its canonical ALE v5 id, so the
 resolved config that a run stores (``config.yaml``) and the reports read names the game the same
-way every time. Every process that resolves a run config imports :mod:`esbench.config` first
-(composition, validation, the runner, sweep jobs), so the resolver is always there.
+way every time. Every process that composes or resolves a run config loads esbench's components
+first (:func:`esbench.runner.load_components`: the CLI, sweep jobs, tests), so the resolver is
+always there.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""``esbench bench``: measured throughput and memory, printed and saved as JSON.
+"""ES on MuJoCo against the raw simulator: throughput and memory, printed and saved as JSON.
 
-    esbench bench                 # ES on HalfCheetah-v5: raw rate, 1 and 2 workers, memory
-    esbench bench baselines       # SB3 baselines' training steps/s on one core
-    esbench bench atari           # ES on Pong: emulator frames/s, CNN share of rollout time
-    esbench bench all
-
+Run through ``esbench bench`` (:mod:`esbench.bench.command`).
 ES throughput is compared with the limit it can approach: the raw simulator rate (the same
 environment from ``make_env``, stepped with a constant action, no policy, one process) times the
 number of workers. Steady-state throughput excludes the first generation (worker warm-up) and the
 last (final evaluation); ``steps_per_s`` of the run summary (whole loop) is reported beside it.
-A breakdown (:mod:`esbench.bench_rollout`) places ES between the two: the simulator replaying
+A breakdown (:mod:`esbench.bench.rollout`) places ES between the two: the simulator replaying
 ES's own actions (a moving body costs MuJoCo more than a still one), the ES rollout in one
 process (policy, action noise, lockstep loop), and two raw simulators at once (what two cores of
 this machine deliver together).
@@ -31,8 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from esbench.utils.io import atomic_write_json
-
 OUT_DIR = Path("results/bench")
 
 
@@ -40,7 +34,9 @@ def raw_env_rate(env_id: str = "HalfCheetah-v5", seconds: float = 5.0) -> float:
     """Environment steps/s with a constant action in this process (no policy)."""
     from esbench.config.compose import compose_run_config
     from esbench.envs import make_env
+    from esbench.runner import load_components
 
+    load_components()  # also in a spawned process (concurrent_raw_rate), which starts with nothing
     cfg = compose_run_config([f"env.id={env_id}"])
     env = make_env(cfg.env)
     action = np.zeros(tuple(env.action_space.shape or ()), np.float32)
@@ -172,7 +168,7 @@ def bench_mujoco(generations: int = 10, repeats: int = 3, raw_seconds: float = 3
     Shared machines drift (CPU steal, turbo), so each repeat measures the raw rate right next to
     the ES runs it is compared with, and the medians over ``repeats`` are reported.
     """
-    from esbench.bench_rollout import rollout_breakdown
+    from esbench.bench.rollout import rollout_breakdown
     from esbench.config.compose import compose_run_config
 
     env_id = "HalfCheetah-v5"
@@ -321,41 +317,3 @@ def markdown_rows(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def main(argv: list[str]) -> int:
-    """``esbench bench [mujoco|baselines|atari|all]``."""
-    what = argv[0] if argv else "mujoco"
-    allowed = ("mujoco", "baselines", "atari", "all")
-    if what in ("-h", "--help", "help"):
-        print("usage:\n" + __doc__.split("\n\n")[1])
-        return 0
-    if what not in allowed:
-        print(f"esbench: error: unknown benchmark {what!r}; allowed: {', '.join(allowed)}", file=sys.stderr)
-        return 2
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"machine": _machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-    if what in ("mujoco", "all"):
-        results["mujoco"] = bench_mujoco()
-        _print_mujoco(results["mujoco"])
-    if what in ("baselines", "all"):
-        from esbench.baselines.bench import bench_baselines
-
-        results["baselines"] = [
-            *bench_baselines(),
-            _es_one_core_row(results.get("mujoco")),
-            # Atari: the A3C CNN forward + backward on CPU dominates; 2,000 agent steps each.
-            *bench_baselines(
-                timesteps=2_000, algos=("a2c", "ppo"), env_overrides=["env=atari", "env.game=Pong"]
-            ),
-        ]
-        print("\n" + markdown_rows(results["baselines"]))
-    if what in ("atari", "all"):
-        from esbench.envs.atari_bench import bench_atari, format_atari_bench
-
-        results["atari"] = bench_atari()
-        print("\n" + format_atari_bench(results["atari"]))
-    path = OUT_DIR / f"bench-{what}.json"
-    atomic_write_json(path, results)
-    print(f"\nesbench: benchmark written to {path}")
-    return 0

@@ -1,4 +1,4 @@
-"""Write synthetic runs in the results-store layout (for tests and report demos, no training).
+"""Write synthetic runs in the results-store layout for the report tests (no training).
 
 Each run gets the files of :mod:`esbench.tracking.schema`: ``config.yaml`` (the config keys the
 report reads), ``metrics.csv`` (exactly ``METRIC_COLUMNS``), ``env.json`` and, when complete,

@@ -1,4 +1,8 @@
-"""Fault-injection environments, registered as ``esbench/<Name>-v0``, for testing robustness.
+"""Fault-injection environments for the tests, registered as ``esbench/<Name>-v0`` on import.
+
+They live with the tests, not in the product: a run names one as
+``env.id=tests.fault_envs:esbench/NaNReward-v0`` (Gymnasium's ``module:id`` form, which imports the
+module, and so registers the envs, in whichever process builds the env: the driver or a Dask worker).
 
 They wrap a cheap real MuJoCo task and misbehave on purpose, deterministically:
 
@@ -7,11 +11,14 @@ They wrap a cheap real MuJoCo task and misbehave on purpose, deterministically:
 * ``esbench/CrashOnce-v0``: the process dies (``os._exit``) at its ``crash_at_reset``-th reset,
   once per ``marker`` file, to check that a worker lost in the middle of a generation has its
   tasks recomputed elsewhere with identical results.
+* ``esbench/Slow-v0``: sleeps ``sleep_s`` at each reset, so a generation lasts long enough for a
+  test to kill or add a worker in the middle of it.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +59,25 @@ class CrashOnce(gym.Wrapper):
         return self.env.reset(seed=seed, options=options)
 
 
+class Slow(gym.Wrapper):
+    """Sleeps ``sleep_s`` at every reset: long generations, so that a test can act in the middle of
+    one (kill a worker while it runs a task, add one) with nothing else about the episodes changed."""
+
+    def __init__(self, base_id: str = "InvertedPendulum-v5", sleep_s: float = 0.02) -> None:
+        super().__init__(gym.make(base_id, disable_env_checker=True))
+        self.sleep_s = float(sleep_s)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        time.sleep(self.sleep_s)
+        return self.env.reset(seed=seed, options=options)
+
+
 def register_debug_envs() -> None:
     """Register the fault-injection environments with Gymnasium (idempotent)."""
-    for name in ("NaNReward", "CrashOnce"):
+    for name in ("NaNReward", "CrashOnce", "Slow"):
         env_id = f"esbench/{name}-v0"
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=f"{__name__}:{name}", max_episode_steps=1000)
+
+
+register_debug_envs()

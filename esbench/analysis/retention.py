@@ -1,0 +1,829 @@
+"""Retention and forgetting over a task sequence (issue #14): pure metrics, no training.
+
+What is measured, and why: an ES run trained on stage 1 then stage 2 may reach the new stage's
+return while losing the old one (Abdi, Gupta et al. 2026, "Evolutionary Strategies lead to
+Catastrophic Forgetting in LLMs", arXiv:2601.20861). The curve metrics follow Continual World
+(Wołczyk et al. 2021, "Continual World: A Robotic Benchmark For Continual Reinforcement Learning",
+NeurIPS, arXiv:2105.10919; the definitions as implemented in its results code,
+``awarelab/continual_world``, ``continualworld/results_processing/tables.py``); the parameter and
+policy metrics follow Abdi, Gupta et al. and the follow-ups listed in the reference notes (weight
+drift, update sparsity, KL drift on prior-task inputs).
+
+Data model (what the sequence training loop writes; the functions here read nothing else)
+-----------------------------------------------------------------------------------------
+A run of a task sequence has stages ``0..K-1`` trained one after another, stage k for its own
+timestep budget, starting from stage k-1's final parameters.
+
+* ``metrics.csv`` (:data:`esbench.tracking.schema.METRIC_COLUMNS`) holds, at every evaluation
+  point, **one row per evaluated stage**: ``timesteps`` (cumulative over the whole sequence),
+  ``train_task`` (the name of the stage being trained), ``eval_task`` (the name of the stage
+  evaluated on this row) and ``eval_return_mean``. Every stage is evaluated at every evaluation
+  point, including the points of the stages before it. The loop writes an evaluation point at
+  ``timesteps == 0`` (the untrained policy, ``train_task`` = stage 0) and one at the end of every
+  stage. Rows without an evaluation (``eval_return_mean`` NaN) and rows whose ``eval_task`` is not a
+  stage are ignored. An evaluation *point* is one ``(timesteps, train_task)`` pair, so a loop that
+  evaluates again at the start of stage k+1 (say, after resetting observation normalization) gives
+  a second point at the same timesteps, belonging to stage k+1.
+* Stage boundaries: ``T_k``, the timesteps at which stage k ends. Derived from the rows (the last
+  point trained on stage k; a stage with no training rows -- a zero budget -- ends where the stage
+  before it ended), or passed in, in which case points are assigned to stages by timesteps
+  (``T_{k-1} < t <= T_k``; stage 0 from 0).
+* Parameter snapshots: an array ``(K + 1, n_params)`` of flat float32 vectors; row k is the vector
+  at the start of stage k (= the end of stage k-1), row K the current (final) one. A
+  :data:`~esbench.utils.layout.ParamLayout` (tuple of :class:`~esbench.utils.layout.Block`) splits
+  the vector into layers.
+* Single-stage reference runs (``sequence.only_stage = k``: stage k trained from scratch on its
+  own budget), one per stage, for the normalization and forward transfer.
+
+Metrics
+-------
+Normalized score of stage i at time t (the curves everything else reads)::
+
+    p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)
+
+with R_i^random the untrained policy's return on stage i (the sequence run's evaluation at
+timestep 0) and R_i^ref the single-stage reference run's final return (mean of its last ``k``
+evaluations), so 0 is "untrained" and 1 "as good as training on stage i alone". Both are inputs
+(:func:`normalized_scores`); :func:`normalization_from_runs` derives them. Continual World uses
+success rates, already in [0, 1]; returns need this normalization to be comparable across stages.
+
+"At the end of stage j", every value is the mean over the last ``k`` evaluation points up to the
+end of stage j (points trained on stage <= j), as Continual World's results code averages the last
+5 logged evaluations (``tail(5)``; :data:`LAST_K`). That gives the score matrix
+``E[i, j] = p_i(end of stage j)`` (:func:`score_matrix`), the continual-learning "accuracy
+matrix", from which:
+
+* final score ``p_i(T) = E[i, K-1]``; average performance ``P = mean_i p_i(T)``;
+* forgetting ``F_i = p_i(end of stage i) - p_i(T) = E[i, i] - E[i, K-1]`` (the last stage's is 0;
+  average forgetting is the mean over all K stages, as Continual World averages every task);
+* forgetting of stage i caused by stage j > i: ``M[i, j] = E[i, j-1] - E[i, j]`` (the drop over
+  stage j's span); ``sum_{j>i} M[i, j] = F_i`` exactly;
+* largest transient drop of stage i during stage j > i:
+  ``D[i, j] = E[i, i] - min_{t in stage j} p_i(t)`` over stage j's raw evaluation points (the
+  forgetting that recovers before the end, which ``F_i`` misses: the "stability gap" of De Lange
+  et al. 2023, "Continual evaluation for lifelong learning: Identifying the stability gap", ICLR);
+* forward transfer (Continual World): ``FT_i = (AUC_i - AUC_i^b) / (1 - AUC_i^b)`` with
+  ``AUC_i = 1/Δ ∫ p_i(t) dt`` over stage i's span in the sequence (from its start, the parameters
+  stage i-1 left) and ``AUC_i^b`` the same for the reference run (from its timestep 0). Integrals
+  are trapezoids over the evaluation timesteps divided by the span covered; Continual World's code
+  takes the plain mean of equally spaced evaluations, which differs only in how the end points
+  weigh. FT is 1 when the sequence starts at the reference's final score and stays there, 0 when
+  its curve equals the reference's, negative when it learns slower.
+
+Parameter drift (:func:`param_drift`, :func:`layer_drift`) of a vector θ from a snapshot θ_k,
+``Δ = θ - θ_k`` (computed in float64): global L2 ``||Δ||_2`` (the Frobenius norm over all weight
+matrices), relative ``||Δ||_2 / ||θ_k||_2``, the same per layer, and update sparsity
+``mean(|Δ| <= τ)`` at ``τ = 1e-6`` and ``1e-4`` (:data:`SPARSITY_THRESHOLDS`, the thresholds of
+Abdi, Gupta et al.). :func:`run_retention` reports, per stage k, the stage's own *update*
+(end of stage k minus its start: the quantity Abdi, Gupta et al. compare between ES and GRPO) and
+the *drift* since stage k ended (final minus end of stage k: what could have caused ``F_k``).
+
+Policy drift: the KL divergence ``KL(π_k || π)`` between the stage-k snapshot's policy π_k and
+the current one π, averaged over states π_k visits on stage k. Functions take arrays for the same
+states from both policies (the caller runs the policies):
+:func:`kl_deterministic_gaussian` for deterministic continuous ES policies (a Gaussian of std σ
+around each action, σ = the ES action noise, 0.01 by default),
+:func:`kl_categorical` for discrete policies (softmax of logits),
+:func:`kl_diag_gaussian` for stochastic SB3 Gaussian policies (means and log-stds).
+
+Across seeds (:func:`retention_table`): seeds are the replication unit; every metric gets its mean
+over seeds and a percentile bootstrap 95% CI from :func:`esbench.analysis.stats.mean_ci` (one
+seeded Generator), per (algo, sequence, stage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from esbench.analysis.stats import IncompleteResultsError, mean_ci
+from esbench.analysis.tables import fmt_num, write_table
+from esbench.config.registry import label_of
+from esbench.utils.layout import ParamLayout, check_layout
+
+#: Evaluations averaged for a value "at the end" (Continual World's results code: ``tail(5)``).
+LAST_K = 5
+#: |Δ| thresholds of update sparsity (Abdi, Gupta et al. 2026).
+SPARSITY_THRESHOLDS: tuple[float, ...] = (1e-6, 1e-4)
+#: Std of the Gaussian put around a deterministic action for the KL (the ES action noise, 0.01).
+ACTION_STD = 0.01
+#: ``stage_index`` / ``during`` / ``layer`` value of a row that is not about one stage / span / layer.
+NONE = -1
+#: Columns of :func:`run_retention`'s table.
+RUN_COLUMNS: tuple[str, ...] = ("stage_index", "stage", "during", "layer", "metric", "value")
+#: Grouping columns of :func:`retention_table` (besides the seed).
+GROUP_COLUMNS: tuple[str, ...] = ("algo", "sequence", "stage_index", "stage", "during", "layer", "metric")
+
+
+# --- curves ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SequenceCurves:
+    """One sequence run's evaluations as arrays.
+
+    Attributes:
+        stages: Stage names in training order, length K (names may repeat, e.g. CW20 = CW10 twice).
+        timesteps: Evaluation points' cumulative timesteps, shape (n_points,), non-decreasing.
+        train_stage: Index of the stage trained at each point, shape (n_points,), non-decreasing.
+        returns: ``eval_return_mean`` of stage i at point n, shape (K, n_points).
+        boundaries: ``T_k``, the timesteps at which stage k ends, shape (K,).
+    """
+
+    stages: tuple[str, ...]
+    timesteps: np.ndarray
+    train_stage: np.ndarray
+    returns: np.ndarray
+    boundaries: np.ndarray
+
+
+def _align_blocks(labels: Sequence[str], stages: tuple[str, ...]) -> np.ndarray:
+    """Stage index of each row from its ``train_task`` label (rows in timestep order).
+
+    Consecutive rows with one label form a block; blocks are matched to the stages in order, and a
+    stage whose name is not the next block's is a stage with no training rows (zero budget).
+    Adjacent stages with the same name cannot be told apart this way: pass boundaries instead.
+    """
+    out = np.empty(len(labels), dtype=int)
+    k = 0
+    start = 0
+    while start < len(labels):
+        stop = start
+        while stop < len(labels) and labels[stop] == labels[start]:
+            stop += 1
+        while k < len(stages) and stages[k] != labels[start]:
+            k += 1
+        if k == len(stages):
+            raise ValueError(
+                f"train_task {labels[start]!r} at row {start} does not follow the stage order {list(stages)}"
+            )
+        out[start:stop] = k
+        k += 1
+        start = stop
+    return out
+
+
+def sequence_curves(
+    metrics: pd.DataFrame, stages: Sequence[str], boundaries: Sequence[float] | None = None
+) -> SequenceCurves:
+    """Arrays of one sequence run's evaluations (see the module docstring's data model).
+
+    Args:
+        metrics: The run's ``metrics.csv`` (columns ``timesteps``, ``eval_task``,
+            ``eval_return_mean``, and ``train_task`` unless ``boundaries`` is given).
+        stages: Stage names in training order (from the run's ``sequence.stages``); a stage with
+            no training rows still needs its name here.
+        boundaries: ``T_k`` per stage, shape (K,), non-decreasing. When given, points are assigned
+            to stages by timesteps (``T_{k-1} < t <= T_k``, stage 0 from 0) instead of by their
+            ``train_task`` labels.
+
+    Returns:
+        The :class:`SequenceCurves`.
+
+    Raises:
+        ValueError: A stage is not evaluated at every point, or evaluated twice at one point; a
+            ``train_task`` breaks the stage order; a point lies past the last boundary.
+    """
+    names = tuple(str(s) for s in stages)
+    if not names:
+        raise ValueError("a sequence has at least one stage")
+    rows = metrics[np.isfinite(metrics["eval_return_mean"].to_numpy(float))]
+    rows = rows[rows["eval_task"].fillna("").astype(str).isin(set(names))]
+    rows = rows.sort_values("timesteps", kind="stable").reset_index(drop=True)
+    t_rows = rows["timesteps"].to_numpy(float)
+    if boundaries is None:
+        labels = rows["train_task"].fillna("").astype(str) if "train_task" in rows else None
+        if labels is None or (labels == "").any():
+            raise ValueError("rows without a train_task: pass the stage boundaries")
+        stage_of_row = _align_blocks(list(labels), names)
+    else:
+        bounds = np.asarray(boundaries, dtype=float)
+        if bounds.shape != (len(names),) or np.any(np.diff(bounds) < 0):
+            raise ValueError(f"boundaries must be {len(names)} non-decreasing timesteps, got {bounds}")
+        if len(t_rows) and t_rows.max() > bounds[-1]:
+            raise ValueError(f"evaluation at timesteps {t_rows.max()} after the last boundary {bounds[-1]}")
+        stage_of_row = np.searchsorted(bounds, t_rows, side="left")
+    keys = list(zip(t_rows.tolist(), stage_of_row.tolist(), strict=True))
+    points = sorted(set(keys), key=lambda p: (p[1], p[0]))
+    index = {p: n for n, p in enumerate(points)}
+    returns = np.full((len(names), len(points)), np.nan)
+    for key, task, value in zip(keys, rows["eval_task"].astype(str), rows["eval_return_mean"], strict=True):
+        for i, name in enumerate(names):
+            if name == task:
+                if np.isfinite(returns[i, index[key]]):
+                    raise ValueError(f"stage {i} ({name}) evaluated twice at timesteps {key[0]}")
+                returns[i, index[key]] = float(value)
+    if np.isnan(returns).any():
+        i, n = np.argwhere(np.isnan(returns))[0]
+        raise ValueError(f"stage {i} ({names[i]}) not evaluated at timesteps {points[n][0]}")
+    timesteps = np.array([p[0] for p in points], dtype=float)
+    train_stage = np.array([p[1] for p in points], dtype=int)
+    if np.any(np.diff(timesteps) < 0):
+        raise ValueError("stages' evaluation timesteps overlap: timesteps must grow over the sequence")
+    if boundaries is None:
+        bounds = np.zeros(len(names))
+        for k in range(len(names)):
+            own = timesteps[train_stage == k]
+            bounds[k] = own.max() if len(own) else (bounds[k - 1] if k else 0.0)
+    return SequenceCurves(names, timesteps, train_stage, returns, np.asarray(bounds, dtype=float))
+
+
+def reference_curve(metrics: pd.DataFrame, stage: str) -> tuple[np.ndarray, np.ndarray]:
+    """A single-stage reference run's curve on ``stage``.
+
+    Args:
+        metrics: The reference run's ``metrics.csv``.
+        stage: The stage's name; rows evaluating another stage are dropped (rows with an empty
+            ``eval_task`` count as this stage's).
+
+    Returns:
+        (timesteps, returns), each of shape (n_points,), sorted by timesteps.
+    """
+    rows = metrics[np.isfinite(metrics["eval_return_mean"].to_numpy(float))]
+    if "eval_task" in rows:
+        task = rows["eval_task"].fillna("").astype(str)
+        rows = rows[(task == stage) | (task == "")]
+    rows = rows.sort_values("timesteps", kind="stable")
+    return rows["timesteps"].to_numpy(float), rows["eval_return_mean"].to_numpy(float)
+
+
+# --- normalization -----------------------------------------------------------------------------
+
+
+def normalized_scores(returns: ArrayLike, r_random: ArrayLike, r_ref: ArrayLike) -> np.ndarray:
+    """``p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)``.
+
+    Args:
+        returns: Raw returns, shape (K, n_points) (or (n_points,) with scalar references).
+        r_random: Untrained policy's return per stage, shape (K,).
+        r_ref: Reference return per stage, shape (K,).
+
+    Returns:
+        Normalized scores, the shape of ``returns``.
+
+    Raises:
+        ValueError: Some stage has ``r_ref == r_random`` (no scale).
+    """
+    rand = np.asarray(r_random, dtype=float)
+    ref = np.asarray(r_ref, dtype=float)
+    if np.any(ref == rand):
+        raise ValueError(f"reference return equals the random return (no scale): {ref} vs {rand}")
+    values = np.asarray(returns, dtype=float)
+    if values.ndim == 2:
+        return (values - rand[:, None]) / (ref - rand)[:, None]
+    return (values - rand) / (ref - rand)
+
+
+def normalization_from_runs(
+    curves: SequenceCurves,
+    references: Sequence[tuple[np.ndarray, np.ndarray]],
+    last_k: int = LAST_K,
+    random_from: Literal["sequence", "reference"] = "sequence",
+) -> tuple[np.ndarray, np.ndarray]:
+    """R^random and R^ref per stage from a sequence run and its single-stage reference runs.
+
+    Args:
+        curves: The sequence run.
+        references: One (timesteps, returns) per stage (:func:`reference_curve`), length K.
+        last_k: Evaluations averaged for the reference's final return.
+        random_from: Take R_i^random from the sequence run's evaluation of stage i at timestep 0
+            (default), or from reference run i's evaluation at timestep 0.
+
+    Returns:
+        (r_random, r_ref), each of shape (K,).
+
+    Raises:
+        ValueError: No evaluation at timestep 0 where R^random is read, or an empty reference.
+    """
+    k_stages = len(curves.stages)
+    if len(references) != k_stages:
+        raise ValueError(f"{len(references)} reference curves for {k_stages} stages")
+    r_ref = np.zeros(k_stages)
+    r_random = np.zeros(k_stages)
+    for i, (t, r) in enumerate(references):
+        if not len(r):
+            raise ValueError(f"reference run of stage {i} ({curves.stages[i]}) has no evaluation")
+        r_ref[i] = float(np.mean(np.asarray(r, float)[-last_k:]))
+        if random_from == "reference":
+            if np.asarray(t, float)[0] != 0:
+                raise ValueError(f"reference run of stage {i} has no evaluation at timestep 0")
+            r_random[i] = float(r[0])
+    if random_from == "sequence":
+        if not len(curves.timesteps) or curves.timesteps[0] != 0:
+            raise ValueError("the sequence run has no evaluation at timestep 0 (the untrained policy)")
+        r_random = curves.returns[:, 0].astype(float)
+    return r_random, r_ref
+
+
+# --- curve metrics -----------------------------------------------------------------------------
+
+
+def score_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``E[i, j] = p_i(end of stage j)``: mean of p_i over the last ``last_k`` points up to stage j.
+
+    Args:
+        p: Normalized scores, shape (K, n_points).
+        train_stage: Stage trained at each point, shape (n_points,), non-decreasing.
+        last_k: Points averaged (fewer where fewer exist).
+
+    Returns:
+        Shape (K, K); column j NaN when no point is trained on a stage <= j.
+    """
+    scores = np.asarray(p, dtype=float)
+    stage = np.asarray(train_stage)
+    k_stages = scores.shape[0]
+    out = np.full((k_stages, k_stages), np.nan)
+    for j in range(k_stages):
+        upto = np.flatnonzero(stage <= j)
+        if len(upto):
+            out[:, j] = scores[:, upto[-last_k:]].mean(axis=1)
+    return out
+
+
+def final_scores(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``p_i(T)``, each stage's score at the end of the sequence, shape (K,)."""
+    return score_matrix(p, train_stage, last_k)[:, -1]
+
+
+def average_performance(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> float:
+    """``P = (1/K) sum_i p_i(T)`` (Continual World's average performance at the end)."""
+    return float(np.mean(final_scores(p, train_stage, last_k)))
+
+
+def forgetting(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``F_i = p_i(end of stage i) - p_i(T)``, shape (K,) (Continual World); the last stage's is 0."""
+    e = score_matrix(p, train_stage, last_k)
+    return np.diag(e) - e[:, -1]
+
+
+def forgetting_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``M[i, j] = p_i(end of stage j-1) - p_i(end of stage j)`` for j > i: stage i's forgetting
+    over stage j's span. Shape (K, K), NaN for j <= i; each row sums to ``F_i``.
+    """
+    e = score_matrix(p, train_stage, last_k)
+    k_stages = e.shape[0]
+    out = np.full((k_stages, k_stages), np.nan)
+    for i in range(k_stages):
+        for j in range(i + 1, k_stages):
+            out[i, j] = e[i, j - 1] - e[i, j]
+    return out
+
+
+def transient_drop(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``D[i, j] = p_i(end of stage i) - min_{t in stage j} p_i(t)`` for j > i.
+
+    The largest drop of stage i below its end-of-stage score at any evaluation during stage j,
+    whether or not it recovers by the end (negative when p_i stays above it throughout).
+
+    Returns:
+        Shape (K, K); NaN for j <= i and for stages j without evaluation points.
+    """
+    scores = np.asarray(p, dtype=float)
+    stage = np.asarray(train_stage)
+    e = score_matrix(scores, stage, last_k)
+    k_stages = scores.shape[0]
+    out = np.full((k_stages, k_stages), np.nan)
+    for j in range(1, k_stages):
+        during = stage == j
+        if during.any():
+            out[:j, j] = np.diag(e)[:j] - scores[:j, during].min(axis=1)
+    return out
+
+
+def normalized_auc(timesteps: ArrayLike, p: ArrayLike) -> float:
+    """``1/Δ ∫ p(t) dt`` over the points' span (trapezoids); the value itself for one point.
+
+    Args:
+        timesteps: Shape (n,), non-decreasing.
+        p: Normalized scores, shape (n,).
+    """
+    t = np.asarray(timesteps, dtype=float)
+    y = np.asarray(p, dtype=float)
+    if not len(y):
+        return float("nan")
+    width = t[-1] - t[0]
+    if width <= 0:
+        return float(np.mean(y))
+    return float(np.sum((y[1:] + y[:-1]) * np.diff(t)) / 2.0 / width)
+
+
+def stage_span(curves: SequenceCurves, i: int) -> np.ndarray:
+    """Indices of the points spanning stage i: its own points, preceded by the last point before
+    them when that one is earlier (the parameters stage i starts from). Empty for a stage with
+    no evaluation point."""
+    own = np.flatnonzero(curves.train_stage == i)
+    if len(own) and own[0] > 0 and curves.timesteps[own[0] - 1] < curves.timesteps[own[0]]:
+        own = np.concatenate([[own[0] - 1], own])
+    return own
+
+
+def forward_transfer(auc: float, auc_ref: float) -> float:
+    """``FT = (AUC - AUC^b) / (1 - AUC^b)`` (Continual World); NaN when ``AUC^b == 1``."""
+    if auc_ref == 1.0:
+        return float("nan")
+    return float((auc - auc_ref) / (1.0 - auc_ref))
+
+
+def forward_transfers(
+    curves: SequenceCurves,
+    p: np.ndarray,
+    references: Sequence[tuple[np.ndarray, np.ndarray] | None],
+    r_random: np.ndarray,
+    r_ref: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stage: the sequence's AUC, the reference's AUC and the forward transfer.
+
+    Args:
+        curves: The sequence run.
+        p: Its normalized scores, shape (K, n_points).
+        references: One raw (timesteps, returns) per stage, or None where there is no reference.
+        r_random: R^random per stage, shape (K,), to normalize the references.
+        r_ref: R^ref per stage, shape (K,).
+
+    Returns:
+        (auc, auc_ref, ft), each of shape (K,); NaN for a stage with no evaluation point or no
+        reference.
+    """
+    k_stages = len(curves.stages)
+    auc = np.full(k_stages, np.nan)
+    auc_b = np.full(k_stages, np.nan)
+    ft = np.full(k_stages, np.nan)
+    for i in range(k_stages):
+        span = stage_span(curves, i)
+        if len(span):
+            auc[i] = normalized_auc(curves.timesteps[span], np.asarray(p)[i, span])
+        ref = references[i] if i < len(references) else None
+        if ref is not None and len(ref[1]):
+            t_ref, r = ref
+            pr = normalized_scores(np.asarray(r, float), np.asarray(r_random)[i], np.asarray(r_ref)[i])
+            auc_b[i] = normalized_auc(np.asarray(t_ref, float), pr)
+        if np.isfinite(auc[i]) and np.isfinite(auc_b[i]):
+            ft[i] = forward_transfer(auc[i], auc_b[i])
+    return auc, auc_b, ft
+
+
+# --- parameter drift ---------------------------------------------------------------------------
+
+
+def _delta(current: np.ndarray, snapshot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    cur = np.asarray(current, dtype=np.float64).ravel()
+    ref = np.asarray(snapshot, dtype=np.float64).ravel()
+    if cur.shape != ref.shape:
+        raise ValueError(f"parameter vectors differ in size: {cur.size} vs {ref.size}")
+    return cur - ref, ref
+
+
+def update_sparsity(delta: ArrayLike, tau: float) -> float:
+    """Fraction of parameters whose change is at most ``tau`` in magnitude: ``mean(|Δ| <= τ)``."""
+    d = np.abs(np.asarray(delta, dtype=np.float64))
+    return float(np.mean(d <= tau)) if d.size else float("nan")
+
+
+def _drift_numbers(delta: np.ndarray, ref: np.ndarray, thresholds: Sequence[float]) -> dict[str, float]:
+    l2 = float(np.linalg.norm(delta))
+    ref_norm = float(np.linalg.norm(ref))
+    out = {"l2": l2, "rel": l2 / ref_norm if ref_norm > 0 else float("nan")}
+    for tau in thresholds:
+        out[f"sparsity@{tau:g}"] = update_sparsity(delta, tau)
+    return out
+
+
+def param_drift(
+    current: np.ndarray, snapshot: np.ndarray, thresholds: Sequence[float] = SPARSITY_THRESHOLDS
+) -> dict[str, float]:
+    """How far a flat parameter vector moved from a snapshot.
+
+    Args:
+        current: θ, shape (n_params,) (float32 as stored; computed in float64).
+        snapshot: θ_k, shape (n_params,).
+        thresholds: τ values of the update sparsity.
+
+    Returns:
+        ``{"l2": ||Δ||_2, "rel": ||Δ||_2 / ||θ_k||_2 (NaN when ||θ_k|| = 0),
+        "sparsity@<τ>": mean(|Δ| <= τ) for each τ}`` with Δ = θ - θ_k.
+    """
+    delta, ref = _delta(current, snapshot)
+    return _drift_numbers(delta, ref, thresholds)
+
+
+def layer_drift(
+    current: np.ndarray,
+    snapshot: np.ndarray,
+    layout: ParamLayout,
+    thresholds: Sequence[float] = SPARSITY_THRESHOLDS,
+) -> pd.DataFrame:
+    """:func:`param_drift` per block of ``layout``.
+
+    Returns:
+        One row per block: ``layer`` (block index), ``shape``, ``size``, ``l2``, ``rel``,
+        ``sparsity@<τ>``.
+
+    Raises:
+        ValueError: ``layout`` does not tile the vector.
+    """
+    delta, ref = _delta(current, snapshot)
+    check_layout(layout, delta.size)
+    rows = []
+    for n, block in enumerate(layout):
+        cut = slice(block.start, block.stop)
+        numbers = _drift_numbers(delta[cut], ref[cut], thresholds)
+        rows.append({"layer": n, "shape": "x".join(map(str, block.shape)), "size": block.size, **numbers})
+    return pd.DataFrame(rows)
+
+
+# --- policy drift ------------------------------------------------------------------------------
+
+
+def kl_deterministic_gaussian(
+    actions_p: np.ndarray, actions_q: np.ndarray, sigma: float = ACTION_STD
+) -> np.ndarray:
+    """KL between Gaussians of one std σ around two deterministic policies' actions.
+
+    ``KL(N(a_p, σ²I) || N(a_q, σ²I)) = ||a_p - a_q||² / (2σ²)``, summed over action dimensions
+    (symmetric in p and q). σ is a modelling choice, not a property of the policy: the default is
+    the ES action noise (0.01), so a KL of 1 is an action change of about 1.4 σ.
+
+    Args:
+        actions_p: Shape (n_states, act_dim) (or (n_states,) for one dimension).
+        actions_q: Same shape, the other policy on the same states.
+        sigma: The std, > 0.
+
+    Returns:
+        Per-state KL, shape (n_states,).
+    """
+    if sigma <= 0:
+        raise ValueError(f"sigma must be positive, got {sigma}")
+    a = np.asarray(actions_p, dtype=np.float64)
+    b = np.asarray(actions_q, dtype=np.float64)
+    diff = (a - b).reshape(len(a), -1)
+    return np.sum(diff**2, axis=1) / (2.0 * sigma**2)
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def kl_categorical(logits_p: np.ndarray, logits_q: np.ndarray) -> np.ndarray:
+    """``KL(softmax(l_p) || softmax(l_q)) = sum_a π_p(a) (log π_p(a) - log π_q(a))`` per state.
+
+    For discrete ES/Atari policies and SB3's categorical policies (A2C, PPO, TRPO). DQN has no
+    action distribution: passing its Q-values as logits (a Boltzmann policy at temperature 1) is
+    the caller's modelling choice, to be stated with the numbers.
+
+    Args:
+        logits_p: Shape (n_states, n_actions); shifting a row by a constant changes nothing.
+        logits_q: Same shape, the other policy on the same states.
+
+    Returns:
+        Per-state KL, shape (n_states,).
+    """
+    lp = _log_softmax(np.asarray(logits_p, dtype=np.float64))
+    lq = _log_softmax(np.asarray(logits_q, dtype=np.float64))
+    return np.sum(np.exp(lp) * (lp - lq), axis=-1)
+
+
+def kl_diag_gaussian(
+    mean_p: np.ndarray, log_std_p: np.ndarray, mean_q: np.ndarray, log_std_q: np.ndarray
+) -> np.ndarray:
+    """Analytic KL between diagonal Gaussians (SB3's continuous action distributions) per state.
+
+    ``KL(p || q) = sum_d [log σ_q - log σ_p + (σ_p² + (μ_p - μ_q)²) / (2 σ_q²) - 1/2]``.
+
+    Args:
+        mean_p: Shape (n_states, act_dim).
+        log_std_p: Shape (n_states, act_dim) or (act_dim,) (SB3's state-independent log_std).
+        mean_q: Shape (n_states, act_dim).
+        log_std_q: Like ``log_std_p``.
+
+    Returns:
+        Per-state KL, shape (n_states,).
+    """
+    mp = np.asarray(mean_p, dtype=np.float64)
+    mq = np.asarray(mean_q, dtype=np.float64)
+    lsp = np.broadcast_to(np.asarray(log_std_p, dtype=np.float64), mp.shape)
+    lsq = np.broadcast_to(np.asarray(log_std_q, dtype=np.float64), mq.shape)
+    var_p, var_q = np.exp(2 * lsp), np.exp(2 * lsq)
+    terms = lsq - lsp + (var_p + (mp - mq) ** 2) / (2 * var_q) - 0.5
+    return terms.reshape(len(mp), -1).sum(axis=1)
+
+
+# --- one run, then seeds -----------------------------------------------------------------------
+
+
+def run_retention(
+    curves: SequenceCurves,
+    r_random: np.ndarray,
+    r_ref: np.ndarray,
+    references: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
+    snapshots: np.ndarray | None = None,
+    layout: ParamLayout | None = None,
+    kl: Sequence[float] | None = None,
+    last_k: int = LAST_K,
+    thresholds: Sequence[float] = SPARSITY_THRESHOLDS,
+) -> pd.DataFrame:
+    """Every retention metric of one sequence run, as a tidy table.
+
+    Args:
+        curves: The run (:func:`sequence_curves`).
+        r_random: R^random per stage, shape (K,).
+        r_ref: R^ref per stage, shape (K,).
+        references: Raw (timesteps, returns) of the reference run per stage (None entries
+            allowed), for the forward transfer; None: no forward transfer.
+        snapshots: Shape (K + 1, n_params): row k the parameters at the start of stage k, row K
+            the final ones; None: no drift.
+        layout: Blocks of the vector for per-layer drift; None: global drift only.
+        kl: Per stage k, the mean over stage-k states of ``KL(π_k || π_final)`` (computed by the
+            caller with the ``kl_*`` functions); None: no KL.
+        last_k: Evaluations averaged "at the end".
+        thresholds: τ of the update sparsity.
+
+    Returns:
+        Columns :data:`RUN_COLUMNS`. ``stage_index``/``stage`` is the stage the value is about
+        (``-1``/``"all"`` for the sequence averages), ``during`` the later stage for
+        ``forgetting_during`` and ``transient_drop`` (else -1), ``layer`` the block for per-layer
+        drift (else -1). Metrics: ``end_of_stage_score``, ``final_score``, ``forgetting``,
+        ``forgetting_during``, ``transient_drop``, ``max_transient_drop``, ``auc``, ``auc_ref``,
+        ``forward_transfer``, ``update_<l2|rel|sparsity@τ>`` (stage k's own update),
+        ``drift_<...>`` (final minus end of stage k), ``kl``, ``average_performance``,
+        ``average_forgetting``, ``average_forward_transfer``. Undefined values (a later stage
+        with no evaluation point, a stage with no reference) have no row.
+    """
+    k_stages = len(curves.stages)
+    p = normalized_scores(curves.returns, r_random, r_ref)
+    e = score_matrix(p, curves.train_stage, last_k)
+    forget = np.diag(e) - e[:, -1]
+    m = forgetting_matrix(p, curves.train_stage, last_k)
+    d = transient_drop(p, curves.train_stage, last_k)
+    rows: list[tuple[int, str, int, int, str, float]] = []
+
+    def add(i: int, metric: str, value: float, during: int = NONE, layer: int = NONE) -> None:
+        if np.isfinite(value):
+            stage = curves.stages[i] if i >= 0 else "all"
+            rows.append((i, stage, during, layer, metric, float(value)))
+
+    for i in range(k_stages):
+        add(i, "end_of_stage_score", e[i, i])
+        add(i, "final_score", e[i, -1])
+        add(i, "forgetting", forget[i])
+        for j in range(i + 1, k_stages):
+            add(i, "forgetting_during", m[i, j], during=j)
+            add(i, "transient_drop", d[i, j], during=j)
+        later = d[i, i + 1 :]
+        if np.isfinite(later).any():
+            add(i, "max_transient_drop", float(np.nanmax(later)))
+    if references is not None:
+        auc, auc_b, ft = forward_transfers(curves, p, references, r_random, r_ref)
+        for i in range(k_stages):
+            add(i, "auc", auc[i])
+            add(i, "auc_ref", auc_b[i])
+            add(i, "forward_transfer", ft[i])
+        if np.isfinite(ft).any():
+            add(NONE, "average_forward_transfer", float(np.nanmean(ft)))
+    if snapshots is not None:
+        snaps = np.asarray(snapshots)
+        if snaps.ndim != 2 or snaps.shape[0] != k_stages + 1:
+            raise ValueError(f"snapshots must have shape ({k_stages + 1}, n_params), got {snaps.shape}")
+        for i in range(k_stages):
+            pairs = {"update": (snaps[i + 1], snaps[i]), "drift": (snaps[-1], snaps[i + 1])}
+            for kind, (cur, ref) in pairs.items():
+                for name, value in param_drift(cur, ref, thresholds).items():
+                    add(i, f"{kind}_{name}", value)
+                if layout is not None:
+                    for _, row in layer_drift(cur, ref, layout, thresholds).iterrows():
+                        for name in ("l2", "rel", *(f"sparsity@{t:g}" for t in thresholds)):
+                            add(i, f"{kind}_{name}", row[name], layer=int(row["layer"]))
+    if kl is not None:
+        for i, value in enumerate(kl):
+            add(i, "kl", float(value))
+    add(NONE, "average_performance", float(np.mean(e[:, -1])))
+    add(NONE, "average_forgetting", float(np.mean(forget)))
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def retention_table(
+    per_run: pd.DataFrame,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+    allow_partial: bool = False,
+) -> pd.DataFrame:
+    """Mean over seeds and bootstrap CI of every metric per (algo, sequence, stage).
+
+    Args:
+        per_run: :func:`run_retention` tables of several runs, concatenated, each with columns
+            ``algo``, ``sequence`` and ``seed`` added.
+        rng: The one seeded Generator every bootstrap draws from (groups in sorted order).
+        confidence: Confidence level.
+        allow_partial: Accept conditions (algo, sequence) with different seed counts.
+
+    Returns:
+        One row per :data:`GROUP_COLUMNS` key: those columns, ``n_seeds`` (seeds with a value),
+        ``mean``, ``low``, ``high`` (NaN with fewer than 2 seeds).
+
+    Raises:
+        IncompleteResultsError: Conditions differ in seed count, and not ``allow_partial``.
+        ValueError: One seed gives two values for one key.
+    """
+    missing = [c for c in (*GROUP_COLUMNS, "seed", "value") if c not in per_run]
+    if missing:
+        raise ValueError(f"per-run table lacks columns {missing}")
+    key = [*GROUP_COLUMNS, "seed"]
+    twice = per_run.duplicated(key, keep=False)
+    if twice.any():
+        first = per_run[twice].iloc[0]
+        raise ValueError(f"one seed, two values: {dict(first[key])}")
+    seeds = per_run.groupby(["algo", "sequence"])["seed"].nunique()
+    if not allow_partial and seeds.nunique() > 1:
+        lines = "\n".join(f"  {a}/{s}: {n} seed(s)" for (a, s), n in seeds.items())
+        raise IncompleteResultsError(f"seed counts differ between conditions:\n{lines}\npass allow_partial")
+    rows = []
+    for values_key, group in per_run.groupby(list(GROUP_COLUMNS), sort=True):
+        values = group.sort_values("seed")["value"].to_numpy(float)
+        values = values[np.isfinite(values)]
+        mean, low, high = mean_ci(values, rng, confidence) if len(values) else (np.nan, np.nan, np.nan)
+        rows.append(
+            {
+                **dict(zip(GROUP_COLUMNS, values_key, strict=True)),
+                "n_seeds": len(values),
+                "mean": float(mean),
+                "low": float(low),
+                "high": float(high),
+            }
+        )
+    return pd.DataFrame(rows, columns=[*GROUP_COLUMNS, "n_seeds", "mean", "low", "high"])
+
+
+#: Metrics of the display table, in column order, with their headers.
+DISPLAY_METRICS: Mapping[str, str] = {
+    "final_score": "Final score",
+    "forgetting": "Forgetting",
+    "max_transient_drop": "Max transient drop",
+    "forward_transfer": "Forward transfer",
+    "drift_l2": "Drift L2",
+    "drift_rel": "Relative drift",
+    "update_sparsity@1e-06": "Update sparsity (1e-6)",
+    "kl": "KL",
+    "average_performance": "Average performance",
+    "average_forgetting": "Average forgetting",
+    "average_forward_transfer": "Average forward transfer",
+}
+
+
+def write_retention_table(table: pd.DataFrame, out_dir: Path, last_k: int = LAST_K) -> dict[str, Path]:
+    """CSV (all of :func:`retention_table`) and Markdown / LaTeX (headline metrics) of it.
+
+    The display has one row per (algo, sequence, stage), the sequence averages ("all") after the
+    stages, and one column per metric of :data:`DISPLAY_METRICS` present (global values: no
+    per-span or per-layer entries), each ``mean [low, high]``.
+
+    Args:
+        table: Output of :func:`retention_table`.
+        out_dir: Directory of the files.
+        last_k: The evaluations averaged "at the end" when the table was made (for the notes).
+
+    Returns:
+        {"csv": path, "md": path, "tex": path} of ``out_dir/retention.*``.
+    """
+    head = table[(table["during"] == NONE) & (table["layer"] == NONE) & table["metric"].isin(DISPLAY_METRICS)]
+    shown = [m for m in DISPLAY_METRICS if m in set(head["metric"])]
+
+    def cell(r: pd.Series) -> str:
+        if np.isfinite(r["low"]):
+            return f"{fmt_num(r['mean'])} [{fmt_num(r['low'])}, {fmt_num(r['high'])}]"
+        return fmt_num(r["mean"])
+
+    rows = []
+    order = head.assign(_last=head["stage_index"] == NONE)
+    for (algo, seq, _, idx, stage), group in order.groupby(
+        ["algo", "sequence", "_last", "stage_index", "stage"], sort=True
+    ):
+        cells = {r["metric"]: cell(r) for _, r in group.iterrows()}
+        name = "all" if idx == NONE else f"{idx}: {stage}"
+        row = {"Algorithm": label_of(str(algo)), "Sequence": str(seq), "Stage": name}
+        row.update({DISPLAY_METRICS[m]: cells.get(m, "—") for m in shown})
+        rows.append(row)
+    display = pd.DataFrame(
+        rows, columns=["Algorithm", "Sequence", "Stage", *(DISPLAY_METRICS[m] for m in shown)]
+    )
+    notes = (
+        "Scores normalized per stage: 0 = the untrained policy, 1 = the single-stage reference's final "
+        f"return; values at an end are means of the last {last_k} evaluations. Forgetting: end-of-stage "
+        "score minus final score; transient drop: the largest fall below the end-of-stage score during "
+        "a later stage; forward transfer: Continual World's normalized area against the reference "
+        "(Wołczyk et al. 2021). Drift: L2 distance of the final parameters from the end of the stage. "
+        "Mean over seeds with percentile bootstrap 95% CIs."
+    )
+    return write_table(
+        table,
+        display,
+        Path(out_dir) / "retention",
+        caption="Retention over the task sequence: forgetting, forward transfer and drift per stage",
+        label="tab:retention",
+        notes=notes,
+    )

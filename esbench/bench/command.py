@@ -1,0 +1,90 @@
+"""``esbench bench``: measured throughput and memory, printed and saved as JSON.
+
+    esbench bench                 # ES on HalfCheetah-v5: raw rate, 1 and 2 workers, memory
+    esbench bench baselines       # SB3 baselines' training steps/s on one core
+    esbench bench atari           # ES on Pong: emulator frames/s, CNN share of rollout time
+    esbench bench es_family       # every ES variant: steps/s with 2 workers, master update time
+    esbench bench eggroll         # EGGROLL against full-rank members, 6k to 1M parameters
+    esbench bench comm            # bytes to/from workers per generation, 6k to 1M parameters
+    esbench bench projection      # costs the scaling projection is calibrated from (report scaling)
+    esbench bench all
+
+Each benchmark lives in its own module of this package; this one only dispatches and saves.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from esbench.bench.mujoco import (
+    OUT_DIR,
+    _es_one_core_row,
+    _machine,
+    _print_mujoco,
+    bench_mujoco,
+    markdown_rows,
+)
+from esbench.utils.io import atomic_write_json
+
+
+def main(argv: list[str]) -> int:
+    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|projection|all]``."""
+    what = argv[0] if argv else "mujoco"
+    allowed = ("mujoco", "baselines", "atari", "es_family", "eggroll", "comm", "projection", "all")
+    if what in ("-h", "--help", "help"):
+        print("usage:\n" + __doc__.split("\n\n")[1])
+        return 0
+    if what not in allowed:
+        print(f"esbench: error: unknown benchmark {what!r}; allowed: {', '.join(allowed)}", file=sys.stderr)
+        return 2
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"machine": _machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if what in ("mujoco", "all"):
+        results["mujoco"] = bench_mujoco()
+        _print_mujoco(results["mujoco"])
+    if what in ("baselines", "all"):
+        from esbench.bench.baselines import bench_baselines
+
+        results["baselines"] = [
+            *bench_baselines(),
+            _es_one_core_row(results.get("mujoco")),
+            # Atari: the A3C CNN forward + backward on CPU dominates; 2,000 agent steps each.
+            *bench_baselines(
+                timesteps=2_000, algos=("a2c", "ppo"), env_overrides=["env=atari", "env.game=Pong"]
+            ),
+        ]
+        print("\n" + markdown_rows(results["baselines"]))
+    if what in ("atari", "all"):
+        from esbench.bench.atari import bench_atari, format_atari_bench
+
+        results["atari"] = bench_atari()
+        print("\n" + format_atari_bench(results["atari"]))
+    if what in ("es_family", "all"):
+        from esbench.bench.es_family import bench_es_family, format_es_family
+
+        results["es_family"] = bench_es_family()
+        print("\n" + format_es_family(results["es_family"]))
+    if what in ("comm", "all"):
+        from esbench.bench.comm import bench_comm, format_comm
+
+        results["comm"] = bench_comm()
+        print("\n" + format_comm(results["comm"]))
+    if what in ("eggroll", "all"):
+        from dataclasses import asdict
+
+        from esbench.bench.eggroll import bench_eggroll, format_table
+
+        eggroll_rows = bench_eggroll()
+        results["eggroll"] = [asdict(r) for r in eggroll_rows]
+        print("\n" + format_table(eggroll_rows))
+    if what in ("projection", "all"):
+        from esbench.bench.projection import bench_projection, format_projection
+
+        results["projection"] = bench_projection()
+        print("\n" + format_projection(results["projection"]))
+    path = OUT_DIR / f"bench-{what}.json"
+    atomic_write_json(path, results)
+    print(f"\nesbench: benchmark written to {path}")
+    return 0

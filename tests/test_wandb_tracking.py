@@ -1,0 +1,143 @@
+"""W&B with the real client: online with no network, and several sweep jobs in one worker process.
+
+No fake ``wandb`` module: online runs talk to a closed port on 127.0.0.1 (deterministic: the
+connection is refused, nothing waits on a network), and offline runs are checked by reading their
+``.wandb`` files back with wandb's own protobuf schema (:func:`wandb_records`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import struct
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from wandb.proto import wandb_internal_pb2
+
+from esbench.tracking.schema import METRIC_COLUMNS, SUMMARY_KEYS
+from tests.conftest import SMALL, esbench, only_run_dir, read_run
+
+CARTPOLE = ["env=cartpole", "budget=smoke", "budget.timesteps=3000"]
+SWEEP = ["env=cartpole", "budget=smoke", "budget.timesteps=20000"]  # long enough for jobs to overlap
+NOISE = "algo.noise_table_size=1000000"  # in SMALL too
+
+# The .wandb file: a 7-byte header (":W&B", magic 0xBEE1, version), then LevelDB log records in
+# 32 KiB blocks, each record a 7-byte header (crc32 of type + data, length, type) and a serialized
+# wandb_internal.Record; a record too long for its block is split FIRST, MIDDLE..., LAST.
+_BLOCK, _HEADER = 32768, 7
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def wandb_records(path: Path) -> Iterator[wandb_internal_pb2.Record]:
+    """Every record of an offline run's ``.wandb`` file, checksums verified."""
+    data = path.read_bytes()
+    ident, magic, _version = struct.unpack("<4sHB", data[:_HEADER])
+    assert (ident, magic) == (b":W&B", 0xBEE1), f"{path} is not a .wandb file"
+    pos, pending = _HEADER, b""
+    while pos + _HEADER <= len(data):
+        left = _BLOCK - pos % _BLOCK
+        if left < _HEADER:  # a block's trailer: zero padding
+            pos += left
+            continue
+        crc, length, kind = struct.unpack("<IHB", data[pos : pos + _HEADER])
+        if kind == 0 and length == 0:
+            break
+        chunk = data[pos + _HEADER : pos + _HEADER + length]
+        assert zlib.crc32(bytes([kind]) + chunk) == crc, f"{path}: bad checksum at byte {pos}"
+        pos += _HEADER + length
+        if kind in (_FIRST, _MIDDLE):
+            pending = (b"" if kind == _FIRST else pending) + chunk
+            continue
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(pending + chunk if kind == _LAST else chunk)
+        pending = b""
+        yield record
+
+
+def offline_run(run_dir: Path) -> tuple[list[dict[str, object]], int | None]:
+    """(history rows, exit code or None) of the one offline W&B run in ``run_dir/wandb``."""
+    files = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(files) == 1, files
+    rows: list[dict[str, object]] = []
+    exit_code = None
+    for record in wandb_records(files[0]):
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            items = record.history.item  # wandb-core names a key by nested_key, the Python SDK by key
+            rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in items})
+        elif kind == "exit":
+            exit_code = record.exit.exit_code
+    return rows, exit_code
+
+
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """An http URL on 127.0.0.1 whose port is bound but not listening: every connect is refused
+    at once, and no other process can take the port while the test runs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_online_without_network_goes_on_after_the_init_timeout(
+    tmp_path: Path, refused_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wandb's default would wait 90 s; the run waits tracker.init_timeout_s, warns once, and its
+    results store is the one a run without W&B writes."""
+    esbench("run", *CARTPOLE, *SMALL, f"results_dir={tmp_path / 'none'}")
+    monkeypatch.delenv("WANDB_MODE")  # conftest keeps W&B offline; this test is the one exception
+    monkeypatch.setenv("WANDB_BASE_URL", refused_url)
+    monkeypatch.setenv("WANDB_API_KEY", "esbench-test-" + "0" * 40)
+    timeout_s = 3
+    online = ["tracker=wandb_online", f"tracker.init_timeout_s={timeout_s}", "tracker.console=false"]
+    started = time.monotonic()
+    proc = esbench("run", *CARTPOLE, NOISE, *online, f"results_dir={tmp_path / 'online'}")
+    elapsed = time.monotonic() - started
+    assert elapsed < timeout_s + 40, elapsed  # the whole run, start-up included; wandb alone: 90 s
+    warnings = [line for line in proc.stderr.splitlines() if "W&B" in line or "wandb" in line.lower()]
+    assert len(warnings) == 1, proc.stderr
+    assert "W&B tracking disabled for this run" in warnings[0]
+    assert f"tracker.init_timeout_s={timeout_s} s" in warnings[0]
+
+    run_dir = only_run_dir(tmp_path / "online")
+    assert list(pd.read_csv(run_dir / "metrics.csv").columns) == list(METRIC_COLUMNS)
+    metrics, summary = read_run(run_dir)
+    reference, ref_summary = read_run(only_run_dir(tmp_path / "none"))
+    assert len(metrics) >= 2 and summary["status"] == "complete"
+    assert set(SUMMARY_KEYS) <= set(summary)
+    pd.testing.assert_frame_equal(metrics, reference)
+    assert summary["params_sha256"] == ref_summary["params_sha256"]
+
+
+def test_init_timeout_must_be_positive() -> None:
+    proc = esbench("run", *CARTPOLE, *SMALL, "tracker.init_timeout_s=0", check=False)
+    assert proc.returncode == 2
+    assert "tracker.init_timeout_s=0" in proc.stderr and "> 0" in proc.stderr
+
+
+def test_sweep_jobs_sharing_a_worker_each_keep_every_row_in_their_own_wandb_run(tmp_path: Path) -> None:
+    """4 jobs on 2 single-threaded workers run at once, so two share a worker process. Each job's
+    offline W&B run holds every row its metrics.csv holds, and finished cleanly: one job starting
+    W&B must not finish another's run."""
+    proc = esbench(
+        "run", "-m", "hydra/launcher=dask", *SWEEP, NOISE,
+        "tracker.console=false", "cluster.n_workers=2", "hydra.launcher.max_concurrent=4", "seed=0,1,2,3",
+        f"results_dir={tmp_path}", timeout=240,
+    )  # fmt: skip
+    match = re.search(r"sweep finished: 4/4 done, up to (\d+) job\(s\) ran at once", proc.stdout)
+    assert match, proc.stdout[-2000:]
+    assert int(match.group(1)) >= 3  # more jobs than workers at once: a worker held two
+    assert "W&B tracking disabled" not in proc.stdout + proc.stderr
+    run_dirs = sorted(p.parent for p in tmp_path.rglob("summary.json"))
+    assert len(run_dirs) == 4
+    for run_dir in run_dirs:
+        rows, exit_code = offline_run(run_dir)
+        expected = pd.read_csv(run_dir / "metrics.csv")["timesteps"].tolist()
+        assert [row["timesteps"] for row in rows] == expected, run_dir.name
+        assert exit_code == 0, run_dir.name
