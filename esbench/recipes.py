@@ -8,7 +8,7 @@ A recipe names the sweep that feeds one report, and the seeds and budgets of eac
     launcher: dask                 # dask (default): jobs share the cluster; basic: one at a time
     overrides: {KEY: VALUE}        # optional, every scale
     scales:
-      smoke | mini | paper:
+      smoke | mini | paper:        # all three required; decisive optional (OPTIONAL_SCALES)
         seeds: [0, 1, 2]
         budget: {timesteps: N | frames: N, eval_interval: N, eval_episodes: N}
         overrides: {KEY: VALUE}    # optional, this scale
@@ -45,6 +45,10 @@ from esbench.config.validate import ConfigError
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
+#: Scales a recipe may add to the three: ``decisive`` is the budget that decides the paper's
+#: claims on one 2-core machine in about three hours (experiments/table1.yaml says how).
+OPTIONAL_SCALES: tuple[str, ...] = ("decisive",)
+ALL_SCALES: tuple[str, ...] = (*SCALES, *OPTIONAL_SCALES)
 LAUNCHERS: tuple[str, ...] = ("dask", "basic")
 _RECIPE_KEYS = {"description", "report", "launcher", "overrides", "scales"}
 _SCALE_KEYS = {"seeds", "budget", "overrides", "sweeps", "paper_targets"}
@@ -94,13 +98,20 @@ class Recipe:
     def plan(self, scale: str, user_overrides: list[str] | None = None) -> list[Sweep]:
         """The sweeps of ``scale``; ``user_overrides`` (``KEY=VALUE``) win over the recipe's."""
         if scale not in self.scales:
+            if scale in ALL_SCALES:
+                raise RecipeError(
+                    f"recipe {self.name} has no scale={scale}; allowed: {', '.join(self.scales)}"
+                )
             raise RecipeError(f"scale={scale!r} is unknown; allowed: {', '.join(SCALES)}")
         spec = self.scales[scale]
         budget = spec["budget"]
         sweeps = []
         entries = [dict(e) for e in spec["sweeps"]]
         if spec.get("paper_targets"):
-            entries = paper_target_entries(entries, float(spec["paper_targets"]["es_budget_factor"]))
+            targets = spec["paper_targets"]
+            entries = paper_target_entries(
+                entries, float(targets["es_budget_factor"]), str(targets.get("of", "es_timesteps"))
+            )
         for entry in entries:
             axes = dict(entry)
             axes["algo"] = expand_families(axes["algo"])
@@ -128,12 +139,17 @@ class Recipe:
         return sweeps
 
 
-def paper_target_entries(entries: list[dict[str, Any]], factor: float) -> list[dict[str, Any]]:
+def paper_target_entries(
+    entries: list[dict[str, Any]], factor: float, of: str = "es_timesteps"
+) -> list[dict[str, Any]]:
     """Split each sweep entry's ES algorithms into one entry per environment whose budget reaches
-    the paper's numbers: ``factor`` x the paper's ES timesteps to its 100% target, stopping at
-    that target (the paper's TRPO score at 100% of its progress; ``budget.stop_at_return``), both
-    read from ``results/reference/salimans2017_mujoco_table3.csv``. RL algorithms keep the
-    scale's budget. Environments the paper did not run keep it too."""
+    the paper's numbers: ``factor`` x the paper's timesteps to its 100% target (``of``:
+    ``es_timesteps``, what the paper's ES needed, or ``trpo_timesteps``, what its TRPO needed),
+    stopping at that target (the paper's TRPO score at 100% of its progress;
+    ``budget.stop_at_return``), both read from ``results/reference/salimans2017_mujoco_table3.csv``.
+    RL algorithms keep the scale's budget. Environments the paper did not run keep it too."""
+    if of not in ("es_timesteps", "trpo_timesteps"):
+        raise RecipeError(f"paper_targets.of={of!r}; allowed: es_timesteps, trpo_timesteps")
     from esbench.analysis.table1 import load_mujoco_reference
 
     ref = load_mujoco_reference()
@@ -159,7 +175,7 @@ def paper_target_entries(entries: list[dict[str, Any]], factor: float) -> list[d
                     **entry,
                     "algo": es,
                     "env": env,
-                    "budget.timesteps": math.ceil(factor * float(row["es_timesteps"])),
+                    "budget.timesteps": math.ceil(factor * float(row[of])),
                     "budget.stop_at_return": float(row["trpo_score"]),
                 }
             )
@@ -249,8 +265,8 @@ def _check_recipe(path: Path, data: Any) -> Recipe:
     if launcher not in LAUNCHERS:
         raise _fail(path, f"launcher={launcher!r}; allowed: {', '.join(LAUNCHERS)}")
     scales = data["scales"]
-    if not isinstance(scales, dict) or set(scales) != set(SCALES):
-        raise _fail(path, f"scales must be exactly {', '.join(SCALES)}")
+    if not isinstance(scales, dict) or not set(SCALES) <= set(scales) <= set(ALL_SCALES):
+        raise _fail(path, f"scales must be {', '.join(SCALES)}, optionally with {', '.join(OPTIONAL_SCALES)}")
     for scale, spec in scales.items():
         where = f"scales.{scale}"
         if not isinstance(spec, dict) or set(spec) - _SCALE_KEYS:
@@ -409,12 +425,12 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
     lines = []
     for name, recipe in load_recipes().items():
         lines.append(f"{name:<10} {recipe.description}  [report: {recipe.report}]")
-        for scale in SCALES:
+        for scale in recipe.scales:
             c = estimate(recipe, scale, cores)
             big_wall = estimate(recipe, scale, big).wall_s if scale == "paper" else None
             extra = f", ~{_human(big_wall)} on {big} cores" if big_wall is not None else ""
             lines.append(
-                f"  {scale:<6} {c.jobs:>4} jobs {_steps(c.timesteps):>7} steps "
+                f"  {scale:<8} {c.jobs:>4} jobs {_steps(c.timesteps):>7} steps "
                 f"{c.core_s / 3600:>9.2f} core-h  ~{_human(c.wall_s)} on {cores} cores{extra}"
             )
     lines.append(

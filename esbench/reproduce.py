@@ -1,7 +1,7 @@
 """``esbench reproduce``: one command per paper table or figure — the sweep, then the report.
 
     esbench reproduce --list                               recipes and estimated cost per scale
-    esbench reproduce RECIPE|all scale=smoke|mini|paper [results_dir=PATH] [out_dir=PATH]
+    esbench reproduce RECIPE|all scale=smoke|mini|paper|decisive [results_dir=PATH] [out_dir=PATH]
                       [allow_partial=true] [--dry-run] [KEY=VALUE ...]
 
 Everything is checked first (recipe, scale, every job's config, the scheduler of
@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 from esbench.config.validate import ConfigError
-from esbench.recipes import SCALES, Recipe, RecipeError, Sweep, get_recipe, list_recipes, load_recipes
+from esbench.recipes import ALL_SCALES, Recipe, RecipeError, Sweep, get_recipe, list_recipes, load_recipes
 
 USAGE = (__doc__ or "").strip()
 _OWN_KEYS = ("scale", "out_dir", "allow_partial")
@@ -126,8 +126,8 @@ def main(argv: list[str]) -> int:
             return 0
         recipes = _recipes(names)
         scale = opts.get("scale", "")
-        if scale not in SCALES:
-            raise RecipeError(f"scale={scale!r} is unknown; allowed: {', '.join(SCALES)}")
+        if scale not in ALL_SCALES:
+            raise RecipeError(f"scale={scale!r} is unknown; allowed: {', '.join(ALL_SCALES)}")
         allow_partial = "--allow-partial" in flags or opts.get("allow_partial", "false").lower() == "true"
         plans = [(r, r.plan(scale, overrides)) for r in recipes]
         if "--dry-run" in flags:

@@ -72,10 +72,12 @@ def test_smoke_run_counts_agent_steps_and_emulator_frames(
     assert (frames <= frame_skip * steps + NOOP_MAX * episodes).all()
     assert frame_skip <= summary["total_frames"] / summary["total_timesteps"] <= frame_skip + NOOP_MAX / CAP
     assert summary["total_timesteps"] >= 2400
-    # one final evaluation: 2 deterministic episodes, capped, unclipped Pong scores in [-21, 21]
-    evals = metrics["eval_return_mean"].dropna()
-    assert len(evals) == 1 and -21 <= evals.iloc[0] <= 21
-    assert 0 < metrics["eval_timesteps"].iloc[-1] <= 2 * CAP
+    # evaluations at timestep 0 and at the end: 2 deterministic episodes each, capped, unclipped
+    # Pong scores in [-21, 21]
+    evals = metrics.dropna(subset=["eval_return_mean"])
+    assert list(evals["timesteps"]) == [0, summary["total_timesteps"]]
+    assert evals["eval_return_mean"].between(-21, 21).all()
+    assert 0 < metrics["eval_timesteps"].iloc[-1] <= 2 * 2 * CAP
     config = (run_dir / "config.yaml").read_text()
     assert "id: ALE/Pong-v5" in config and "sigma: 0.005" in config and "clip_rewards: false" in config
 
@@ -150,16 +152,29 @@ print((time.process_time() - c0) / (time.perf_counter() - w0))
     assert float(proc.stdout.strip().splitlines()[-1]) < 1.25  # CPU-seconds per second: one thread
 
 
-def test_every_algo_env_specialization_names_an_existing_pair() -> None:
-    """conf/algo_env/<algo>_<env>.yaml applies only if both names exist (a typo would be silent)."""
+def test_every_family_env_specialization_names_an_existing_pair() -> None:
+    """conf/family_env/<family>_<env>.yaml applies only if both names exist (a typo would be silent)."""
     from esbench.config.compose import CONF_DIR
 
-    algos = {p.stem for p in (CONF_DIR / "algo").glob("*.yaml")}
+    families = {p.stem for p in (CONF_DIR / "family").glob("*.yaml")}
     envs = {p.stem for p in (CONF_DIR / "env").glob("*.yaml")}
-    pairs = {f"{a}_{e}" for a in algos for e in envs}
-    files = sorted(p.stem for p in (CONF_DIR / "algo_env").glob("*.yaml"))
-    assert "openai_es_atari" in files
-    assert not [f for f in files if f not in pairs], f"no such algo_env pair: {files}"
+    pairs = {f"{f}_{e}" for f in families for e in envs}
+    files = sorted(p.stem for p in (CONF_DIR / "family_env").glob("*.yaml"))
+    assert "es_atari" in files
+    assert not [f for f in files if f not in pairs], f"no such family_env pair: {files}"
+
+
+def test_every_es_variant_gets_the_atari_specialization() -> None:
+    """A new ES variant on Atari runs with the Atari ES settings, not silently with MuJoCo's."""
+    from esbench.config.compose import compose_run_config
+    from esbench.config.registry import algorithms
+
+    on_atari = [k for k, spec in algorithms("es").items() if "cnn" in spec.policy_kinds]
+    assert len(on_atari) >= 2, on_atari
+    for key in on_atari:
+        cfg = compose_run_config([f"algo={key}", "env=atari", "env.game=Pong"])
+        assert cfg.env.clip_rewards is False, key
+        assert cfg.algo.tasks_per_worker == 2 and cfg.algo.obs_norm_fraction == 0.0, key
 
 
 def test_atari_bench_table_states_fraction_of_raw_limit() -> None:

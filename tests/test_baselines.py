@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -82,10 +83,24 @@ def test_bad_hyperparameters_fail_early(tmp_path: Path, override: str, key: str)
     assert proc.stderr.strip().splitlines()[-1].startswith(f"esbench: error: {key}="), proc.stderr
 
 
-def test_killed_baseline_resumes_to_identical_results(tmp_path: Path) -> None:
-    """DQN: model, optimizer, replay buffer, env and RNG states all come back (bit-identical)."""
-    args = ["algo=dqn", *CARTPOLE, "budget.timesteps=9000", "eval.interval_timesteps=1500",
-            "checkpoint_every=1"]  # fmt: skip
+KILLED_RUNS = {
+    # DQN: model, optimizer, replay buffer, env and RNG states all come back (bit-identical).
+    "dqn-cartpole": ["algo=dqn", *CARTPOLE, "budget.timesteps=9000", "eval.interval_timesteps=1500"],
+    # PPO on MuJoCo: MjData, VecNormalize statistics and the rollout buffer come back too.
+    "ppo-inverted_pendulum": [
+        "algo=ppo", "env=inverted_pendulum", *QUIET, "budget.timesteps=10240",
+        "eval.interval_timesteps=1024", "algo.n_steps=512",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "case", ["dqn-cartpole", pytest.param("ppo-inverted_pendulum", marks=pytest.mark.slow)]
+)
+def test_killed_baseline_resumes_to_identical_results(case: str, tmp_path: Path) -> None:
+    """Killed with SIGKILL mid-run, then run again: it says it resumed from a checkpoint with rows
+    (not a restart) and ends bit-identical to an uninterrupted run."""
+    args = [*KILLED_RUNS[case], "checkpoint_every=1"]
     esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
     straight = read_run(only_run_dir(tmp_path / "straight"))
 
@@ -117,7 +132,9 @@ def test_killed_baseline_resumes_to_identical_results(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     run_dir = only_run_dir(root)
     assert not (run_dir / "summary.json").exists()  # it really was killed mid-run
-    esbench("run", *args, f"results_dir={root}")
+    again = esbench("run", *args, f"results_dir={root}")
+    found = re.search(r"resuming \S+ from its checkpoint \((\d+) rows\)", again.stderr)
+    assert found and int(found.group(1)) > 0, again.stderr[-2000:]  # resumed, not restarted
     resumed = read_run(run_dir)
     pd.testing.assert_frame_equal(straight[0], resumed[0])
     assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]

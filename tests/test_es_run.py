@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -64,13 +65,15 @@ def test_run_writes_the_store_and_a_second_call_skips_it(tmp_path: Path) -> None
 
 
 def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
-    args = [*PENDULUM, "budget.timesteps=60000", "checkpoint_every=1", "cluster.n_workers=1"]
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    """Killed with SIGKILL (its Dask workers too), then run again on 2 workers instead of 1: the run
+    says it resumed from a generation > 0 (stderr and summary), and ends as the uninterrupted run."""
+    args = [*PENDULUM, "budget.timesteps=60000", "checkpoint_every=1"]
+    esbench("run", *args, "cluster.n_workers=1", f"results_dir={tmp_path / 'straight'}")
     straight = read_run(only_run_dir(tmp_path / "straight"))
 
     root = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "esbench.cli", "run", *args, f"results_dir={root}"],
+        [sys.executable, "-m", "esbench.cli", "run", *args, "cluster.n_workers=1", f"results_dir={root}"],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -92,8 +95,12 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     run_dir = only_run_dir(root)
     assert not (run_dir / "summary.json").exists()  # it really was killed mid-run
-    esbench("run", *args, f"results_dir={root}")
+    again = esbench("run", *args, "cluster.n_workers=2", f"results_dir={root}")
+    found = re.search(r"resuming \S+ from generation (\d+)", again.stderr)
+    assert found and int(found.group(1)) > 0, again.stderr[-2000:]
     resumed = read_run(run_dir)
+    assert resumed[1]["resumed_from"] == [int(found.group(1))]
+    assert straight[1]["resumed_from"] == []
     pd.testing.assert_frame_equal(straight[0], resumed[0])
     assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]
 

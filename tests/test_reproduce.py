@@ -67,7 +67,7 @@ def test_user_overrides_replace_the_recipes() -> None:
 
 def test_bad_recipe_files_fail_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("description: x\nreport: table1\nscales: {smoke: {}}\n")
-    with pytest.raises(RecipeError, match=r"bad\.yaml: scales must be exactly smoke, mini, paper"):
+    with pytest.raises(RecipeError, match=r"bad\.yaml: scales must be smoke, mini, paper, optionally"):
         load_recipes(tmp_path)
     (tmp_path / "bad.yaml").write_text("description: x\nreport: nope\nscales: {}\n")
     with pytest.raises(RecipeError, match="report='nope'"):
@@ -78,7 +78,9 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
     out = esbench("reproduce", "--list").stdout
     for name in RECIPES:
         assert name in out
-    assert out.count(" jobs ") == 3 * len(RECIPES)
+    recipes = load_recipes()
+    assert out.count(" jobs ") == sum(len(r.scales) for r in recipes.values()) >= 3 * len(RECIPES)
+    assert "  decisive " in out  # table1's scale that decides on one machine, with its cost
     assert "core-h" in out and "on 2 cores" in out and "steps/s" in out
 
 
@@ -89,8 +91,8 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
             ["tabel1", "scale=smoke"],
             "unknown recipe 'tabel1'; allowed: curves, es_family, frameskip, scaling, table1, table2, all",
         ),
-        (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper"),
-        (["table1"], "scale='' is unknown; allowed: smoke, mini, paper"),
+        (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper, decisive"),
+        (["table1"], "scale='' is unknown; allowed: smoke, mini, paper, decisive"),
     ],
 )
 def test_unknown_recipe_or_scale_exits_2_with_one_line(args: list[str], expected: str) -> None:
@@ -127,3 +129,20 @@ def test_reproduce_all_smoke(tmp_path: Path) -> None:
     esbench("reproduce", *args, timeout=1800)
     for name in RECIPES:
         assert (tmp_path / "paper" / name / "REPORT.md").exists(), name
+
+
+def test_decisive_scale_gives_es_the_papers_trpo_timesteps_and_stops_at_its_score() -> None:
+    from esbench.analysis.table1 import load_mujoco_reference
+
+    ref = load_mujoco_reference()
+    full = ref[ref["progress_fraction"] == 1.0].set_index("gymnasium_id")
+    envs = {"halfcheetah": "HalfCheetah-v5", "inverted_double_pendulum": "InvertedDoublePendulum-v5",
+            "inverted_pendulum": "InvertedPendulum-v5", "swimmer": "Swimmer-v5"}  # fmt: skip
+    jobs = [dict(a.split("=", 1) for a in job) for job in all_jobs(get_recipe("table1"), "decisive")]
+    assert {j["env"] for j in jobs} == set(envs) and {j["algo"] for j in jobs} == {"openai_es"}
+    for j in jobs:
+        row = full.loc[envs[j["env"]]]
+        assert int(j["budget.timesteps"]) == round(row["trpo_timesteps"])
+        assert float(j["budget.stop_at_return"]) == row["trpo_score"]
+    with pytest.raises(RecipeError, match="recipe curves has no scale=decisive"):
+        get_recipe("curves").plan("decisive")

@@ -6,6 +6,8 @@
 * :mod:`.baselines`: SB3 baselines' training steps/s on one core.
 * :mod:`.atari`: ES on Atari: emulator frames/s and the CNN's share of a rollout.
 * :mod:`.comm`: bytes to and from the workers per generation, from ~6k to ~1M parameters.
+* :mod:`.store`: the results store over a long run (appending metrics rows against rewriting).
+* :mod:`.eggroll`: EGGROLL's low-rank members against full-rank ones as the MLP grows.
 * :mod:`.projection`: the costs the scaling projection is calibrated from (rollout cost per
   environment, master time against population, message sizes, scheduler cost per task).
 

@@ -6,6 +6,7 @@
     esbench bench es_family       # every ES variant: steps/s with 2 workers, master update time
     esbench bench eggroll         # EGGROLL against full-rank members, 6k to 1M parameters
     esbench bench comm            # bytes to/from workers per generation, 6k to 1M parameters
+    esbench bench store           # metrics.csv: appending rows against rewriting it, 1k/5k rows
     esbench bench projection      # costs the scaling projection is calibrated from (report scaling)
     esbench bench all
 
@@ -30,9 +31,9 @@ from esbench.utils.io import atomic_write_json
 
 
 def main(argv: list[str]) -> int:
-    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|projection|all]``."""
+    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|store|projection|all]``."""
     what = argv[0] if argv else "mujoco"
-    allowed = ("mujoco", "baselines", "atari", "es_family", "eggroll", "comm", "projection", "all")
+    allowed = ("mujoco", "baselines", "atari", "es_family", "eggroll", "comm", "store", "projection", "all")
     if what in ("-h", "--help", "help"):
         print("usage:\n" + __doc__.split("\n\n")[1])
         return 0
@@ -79,6 +80,11 @@ def main(argv: list[str]) -> int:
         eggroll_rows = bench_eggroll()
         results["eggroll"] = [asdict(r) for r in eggroll_rows]
         print("\n" + format_table(eggroll_rows))
+    if what in ("store", "all"):
+        from esbench.bench.store import bench_store, format_store
+
+        results["store"] = bench_store()
+        print("\n" + format_store(results["store"]))
     if what in ("projection", "all"):
         from esbench.bench.projection import bench_projection, format_projection
 

@@ -4,6 +4,12 @@
 store always (columns fixed by :mod:`esbench.tracking.schema`), to W&B when enabled, and to the
 console. Keys outside the schema are allowed only with a prefix (``es/``, ``train/``, ``time/``):
 they reach W&B and not ``metrics.csv``, so the CSV ruler stays the same for every algorithm.
+
+``metrics.csv`` grows by appending each new row (O(1) per row; rewriting the whole file at every
+row was O(n^2) over a run). The file is rewritten whole only when :attr:`MetricsLogger.rows` no
+longer extends what was written: a resumed run sets ``rows`` to its checkpoint's, and a trainer
+that drops rows a re-run task will re-send truncates the list; the next :meth:`~MetricsLogger.dump`
+(or :meth:`~MetricsLogger.sync`) then makes the file equal the rows exactly.
 """
 
 from __future__ import annotations
@@ -28,8 +34,20 @@ class MetricsLogger:
     ) -> None:
         self.store = store
         self.writers = writers
-        self.rows: list[dict[str, Any]] = list(rows or [])
+        self._rows: list[dict[str, Any]] = list(rows or [])
+        self._written: int | None = None  # rows of self._rows in metrics.csv; None: rewrite it
+        self._last_written: dict[str, Any] | None = None  # the object of the last row written
         self._current: dict[str, Any] = {}
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row so far (a resumed run's include those before its checkpoint)."""
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[dict[str, Any]]) -> None:
+        self._rows = list(rows)
+        self._written = None
 
     def record(self, key: str, value: Any) -> None:
         """Set one value of the current row."""
@@ -43,12 +61,29 @@ class MetricsLogger:
             self.record(k, v)
 
     def dump(self) -> dict[str, Any]:
-        """Close the current row: store it (atomically) and hand it to every writer."""
+        """Close the current row: store it (durably) and hand it to every writer."""
         row = schema.empty_row()
         row.update(self._current)
         self._current = {}
-        self.rows.append({k: row[k] for k in schema.METRIC_COLUMNS})
-        self.store.write_metrics(self.rows)
+        self._rows.append({k: row[k] for k in schema.METRIC_COLUMNS})
+        self.sync()
         for w in self.writers:
             w.write(row)
         return row
+
+    def sync(self) -> None:
+        """Make ``metrics.csv`` hold exactly :attr:`rows`: append the new ones, or rewrite it."""
+        n = self._written
+        still_a_prefix = (
+            n is not None
+            and n <= len(self._rows)
+            and (
+                n == 0 or self._rows[n - 1] is self._last_written  # rows truncated and re-grown: no
+            )
+        )
+        if not still_a_prefix:
+            self.store.write_metrics(self._rows)
+        elif n is not None and n < len(self._rows):
+            self.store.append_metrics(self._rows[n:])
+        self._written = len(self._rows)
+        self._last_written = self._rows[-1] if self._rows else None

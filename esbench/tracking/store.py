@@ -100,13 +100,27 @@ class RunStore:
         atomic_write_json(self.path(schema.ENV_FILE), environment_record(workers))
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        """All rows so far, columns :data:`schema.METRIC_COLUMNS` (rewritten whole, atomically)."""
+        """Replace ``metrics.csv`` with ``rows`` (atomically): a new run, or a resumed one whose
+        file must match its checkpoint's rows exactly (anything after them is dropped, so nothing
+        is counted twice)."""
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(schema.METRIC_COLUMNS)
-        for row in rows:
-            writer.writerow([_fmt(row.get(c)) for c in schema.METRIC_COLUMNS])
+        writer.writerows(_csv_row(row) for row in rows)
         atomic_write_text(self.path(schema.METRICS_FILE), buf.getvalue())
+
+    def append_metrics(self, rows: list[dict[str, Any]]) -> None:
+        """Append ``rows`` to ``metrics.csv`` durably (flushed and fsynced): O(rows), not O(run).
+
+        The file must exist (:meth:`write_metrics` starts it). A crash mid-append can leave a
+        partial last line; the resumed run rewrites the file from its checkpoint's rows.
+        """
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(_csv_row(row) for row in rows)
+        with open(self.path(schema.METRICS_FILE), "a", encoding="utf-8") as f:
+            f.write(buf.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         """The summary; marks the run complete."""
@@ -255,6 +269,11 @@ def refuse_env_interpolations(cfg: DictConfig) -> None:
                 f"{key}={value!r} reads an environment variable; allowed: a literal value (a run's "
                 "config is stored in its results and its W&B run, where a secret must not go)"
             )
+
+
+def _csv_row(row: dict[str, Any]) -> list[str]:
+    """One metrics row as CSV cells, in :data:`schema.METRIC_COLUMNS` order."""
+    return [_fmt(row.get(c)) for c in schema.METRIC_COLUMNS]
 
 
 def _fmt(v: Any) -> str:
