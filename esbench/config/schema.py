@@ -112,9 +112,9 @@ class PolicyConfig:
 
 @dataclass
 class BudgetConfig:
-    """How much work a run may do. ``scale`` names the budget (smoke / mini / paper)."""
+    """How much work a run may do. ``scale`` names the budget (smoke / mini / decisive / paper)."""
 
-    scale: str = _c("mini", choices=("smoke", "mini", "paper", "custom"))
+    scale: str = _c("mini", choices=("smoke", "mini", "decisive", "paper", "custom"))
     timesteps: int = _c(1_000_000, ge=1)  # training environment steps (agent steps)
     generations: int | None = _c(None, ge=1)  # ES only: stop after this many generations too
     # Stop at the first evaluation at or above this score (reports count the run as having reached
