@@ -72,6 +72,9 @@ _SKIP_DIRS = frozenset({"wandb", "__pycache__"})
 #: A file lacking them was cut short or is not esbench's, and the run is left out, never counted
 #: with NaN numbers.
 REQUIRED_CONFIG: tuple[str, ...] = ("algo.name", "env.id", "env.kind", "seed")
+#: The summary.json key that stands in for a required config key the config lacks (or holds only
+#: as an unresolved interpolation, which is never resolved: :func:`read_config`).
+_SUMMARY_FALLBACK: dict[str, str] = {"algo.name": "algo", "env.id": "env_id", "seed": "seed"}
 REQUIRED_SUMMARY: tuple[str, ...] = ("final_eval_return", "total_timesteps", "wall_clock_s")
 REQUIRED_METRICS: tuple[str, ...] = ("generation", "timesteps", "wall_clock_s", "eval_return_mean")
 _TEXT_COLUMNS = frozenset({"train_task", "eval_task"})
@@ -213,14 +216,17 @@ def _config_row(run_dir: Path) -> dict[str, Any]:
         raise UnreadableRunFile(path, _reason(e)) from None
     if not text.endswith("\n"):  # esbench writes it whole, newline-terminated, atomically
         raise UnreadableRunFile(path, "truncated: no final newline")
-    lacking = [k for k in REQUIRED_CONFIG if config_value(cfg, k) is None]
+    summary = _read_json(run_dir / SUMMARY_FILE) if (run_dir / SUMMARY_FILE).is_file() else {}
+    lacking = [
+        k for k in REQUIRED_CONFIG
+        if config_value(cfg, k) is None and summary.get(_SUMMARY_FALLBACK.get(k, "")) is None
+    ]  # fmt: skip
     if lacking:
         raise UnreadableRunFile(path, f"no {', '.join(lacking)}")
 
     def sel(key: str, default: Any = None) -> Any:
         return config_value(cfg, key, default)
 
-    summary = _read_json(run_dir / SUMMARY_FILE) if (run_dir / SUMMARY_FILE).is_file() else {}
     env_id = sel("env.id") or summary.get("env_id") or ""
     workers = summary.get("workers")
     if workers is None:
