@@ -11,6 +11,8 @@ bytes the runtime counted (``metrics.csv``: ``bytes_to_workers``, ``bytes_from_w
 * a 1000x1000 MLP on HalfCheetah-v5 (1,025,006 parameters),
 * CMA-ES with a full covariance matrix on a 32-unit MLP (N < 1,000): its C, B and D live on every
   worker, which replays pycma's ``tell``; none of it is sent.
+* EGGROLL (rank 1) on the 64x64 and the 1000x1000 MLP: members are per-layer low-rank factors drawn
+  from the noise table by offset, so its messages are the same O(population) numbers.
 
 Steady state is generations 6 onwards (the sync message then holds its full history of 4
 records) without an evaluation. Episodes are capped at 200 steps: the byte counts do not depend on
@@ -34,6 +36,11 @@ CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "CMA-ES (full C), MLP 32, HalfCheetah-v5",
         ("algo=cma_es", "env=halfcheetah", "policy.hidden_sizes=[32]"),
+    ),
+    ("EGGROLL (r=1), MLP 64x64, HalfCheetah-v5", ("algo=eggroll", "env=halfcheetah")),
+    (
+        "EGGROLL (r=1), MLP 1000x1000, HalfCheetah-v5",
+        ("algo=eggroll", "env=halfcheetah", "policy.hidden_sizes=[1000,1000]"),
     ),
 )
 
