@@ -23,6 +23,7 @@ from esbench.config.registry import get_algorithm
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
+from esbench.tracking.ruler import stage_plan
 from esbench.tracking.store import RunStore
 from esbench.tracking.wandb_writer import WandbWriter
 
@@ -122,7 +123,9 @@ def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:
     writers: list[Writer] = []
     console = None
     if cfg.tracker.console:
-        console = ConsoleProgress(int(cfg.budget.timesteps), f"{cfg.algo.name} {env_id} s{cfg.seed}")
+        plan = stage_plan(cfg)
+        label = env_id if not plan.is_sequence else f"{env_id} sequence={plan.sequence}"
+        console = ConsoleProgress(plan.total_timesteps, f"{cfg.algo.name} {label} s{cfg.seed}")
         writers.append(console)
     wandb_writer = None
     if cfg.tracker.wandb and cfg.tracker.mode != "disabled":
@@ -147,7 +150,6 @@ def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:
     exit_code = 1
     try:
         summary = trainer(cfg, store, logger, run_key)
-        summary.setdefault("stopped_at_return", False)  # TODO(#15): RL baselines' stop-at-target
         summary.update(
             status="complete",
             run_id=run_id,

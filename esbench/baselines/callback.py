@@ -4,12 +4,15 @@ An SB3 ``BaseCallback`` (SB3 ``common/callbacks.py``) that, at every environment
 timesteps (``n_envs`` per vectorized step: the steps really taken, SB3's ``total_timesteps`` being
 only a lower bound), Atari frames (``info["frames"]``, no-op resets included, as ES counts them),
 finished episodes (SB3 ``Monitor``'s ``info["episode"]``) and their returns (unclipped on Atari:
-``info["raw_reward"]`` summed). Every ``cfg.eval.interval_timesteps`` steps it evaluates the
-policy the way ``cfg.eval.policy`` says (:mod:`esbench.baselines.evaluation`: sampled on Atari for the
+``info["raw_reward"]`` summed). Every ``cfg.eval.interval_timesteps`` steps it takes an evaluation
+point (the schedule and rows of :mod:`esbench.tracking.ruler`, shared with ES): every stage of the
+run's sequence (one without a sequence) evaluated the way ``cfg.eval.policy`` says
+(:mod:`esbench.baselines.evaluation`: sampled on Atari for the
 policy-gradient baselines, epsilon-greedy for DQN, deterministic elsewhere; its random numbers are
-derived from the run seed and the timestep, so training is unchanged) and emits one row with exactly the
-columns of :data:`esbench.tracking.schema.METRIC_COLUMNS`. At the start of a rollout, once every
-``cfg.checkpoint_every`` rows, it emits a snapshot (:mod:`esbench.baselines.checkpoint`).
+derived from the run seed and the timestep, so training is unchanged), one row per stage with exactly
+the columns of :data:`esbench.tracking.schema.METRIC_COLUMNS`. An evaluation of the stage trained
+at or above ``budget.stop_at_return`` stops ``learn`` (issue #15). At the start of a rollout, once
+every ``cfg.checkpoint_every`` points, it emits a snapshot (:mod:`esbench.baselines.checkpoint`).
 """
 
 from __future__ import annotations
@@ -29,8 +32,18 @@ from esbench.baselines.checkpoint import snapshot
 from esbench.baselines.evaluation import evaluate
 from esbench.baselines.progress import Progress
 from esbench.config.eval_protocol import eval_protocol
+from esbench.tracking.ruler import (
+    Counters,
+    Stage,
+    StageEval,
+    StagePlan,
+    next_eval_at,
+    point_rows,
+    target_reached,
+)
+from esbench.utils.layout import Block, ParamLayout
 
-__all__ = ["MetricsCallback", "Progress", "policy_vector"]
+__all__ = ["MetricsCallback", "Progress", "policy_layout", "policy_vector"]
 
 
 def policy_vector(model: Any) -> np.ndarray:
@@ -40,34 +53,49 @@ def policy_vector(model: Any) -> np.ndarray:
     return torch.cat(parts).numpy()
 
 
+def policy_layout(model: Any) -> ParamLayout:
+    """The blocks of :func:`policy_vector`: one per ``state_dict`` tensor, in order."""
+    blocks, start = [], 0
+    for t in model.policy.state_dict().values():
+        block = Block(start, tuple(int(d) for d in t.shape) or (1,))
+        blocks.append(block)
+        start = block.stop
+    return tuple(blocks)
+
+
 class MetricsCallback(BaseCallback):
-    """Counts, evaluates, logs and checkpoints a baseline run (see the module docstring).
+    """Counts, evaluates, logs and checkpoints one stage of a baseline run (see the module docstring).
 
     Args:
         cfg: The run config.
+        plan: The run's stages (:func:`esbench.tracking.ruler.stage_plan`); ``progress.stage`` is
+            the one trained.
         progress: Counters, fresh or from a checkpoint.
-        eval_env: An env made with ``training=False``.
-        emit_row: Receives each finished row (a dict of schema columns plus ``rl/`` extras).
+        eval_envs: One env per stage of ``plan``, made with ``training=False``.
+        emit_row: Receives each finished row (a dict of schema columns plus ``rl/`` extras and
+            ``row_index``, its index in ``metrics.csv``).
         emit_checkpoint: Receives each snapshot (bytes).
-        task: The env id written to ``train_task`` / ``eval_task``.
+        target: ``budget.stop_at_return`` (None: train the whole budget).
     """
 
     def __init__(
         self,
         cfg: Any,
+        plan: StagePlan,
         progress: Progress,
-        eval_env: gym.Env,
+        eval_envs: list[gym.Env],
         emit_row: Callable[[dict[str, Any]], None],
         emit_checkpoint: Callable[[bytes], None],
-        task: str,
+        target: float | None = None,
     ) -> None:
         super().__init__(verbose=0)
         self.cfg = cfg
+        self.plan = plan
         self.p = progress
-        self.eval_env = eval_env
+        self.eval_envs = eval_envs
         self.emit_row = emit_row
         self.emit_checkpoint = emit_checkpoint
-        self.task = task
+        self.target = target
         self.atari = cfg.env.kind == "atari"
         self.interval = int(cfg.eval.interval_timesteps)
         self.protocol = eval_protocol(cfg, family="rl")
@@ -76,17 +104,22 @@ class MetricsCallback(BaseCallback):
         self._wall_base = progress.wall_clock_s
         self._cpu_base = progress.cpu_s
 
+    @property
+    def stage(self) -> Stage:
+        """The stage being trained."""
+        return self.plan.stages[self.p.stage]
+
     # --- SB3 hooks -------------------------------------------------------------------------------
     def _on_training_start(self) -> None:
         n = self.training_env.num_envs
         if not self.p.episode_raw:
             self.p.episode_raw = [0.0] * n
-        if self.p.timesteps == 0 and self.atari:  # the first reset's no-op frames
+        if self.model.num_timesteps == 0 and self.atari:  # the stage's first reset's no-op frames
             self.p.frames += sum(int(i.get("frames", 0)) for i in self.training_env.unwrapped.reset_infos)
 
     def _on_rollout_start(self) -> None:
-        if self.p.rows >= self.p.next_checkpoint_at and self.p.rows > 0:
-            self.p.next_checkpoint_at = self.p.rows + int(self.cfg.checkpoint_every)
+        if self.p.points >= self.p.next_checkpoint_at and self.p.points > 0:
+            self.p.next_checkpoint_at = self.p.points + int(self.cfg.checkpoint_every)
             self.checkpoint()
 
     def _on_step(self) -> bool:
@@ -107,8 +140,12 @@ class MetricsCallback(BaseCallback):
                 p.episode_raw[i] = 0.0
             if dones[i] and self.atari:  # the auto-reset's no-op frames
                 p.frames += int(self.training_env.unwrapped.reset_infos[i].get("frames", 0))
-        if p.timesteps >= p.next_eval_at:
-            self.log_row(evaluate_now=True)
+        # The stage's last point is taken after ``learn`` returns, with the parameters its last
+        # update left (the stage-boundary snapshot), so none is taken here once the budget is spent.
+        if not self.stage.done(p.timesteps, p.stage_start) and p.timesteps >= p.next_eval_at:
+            self.evaluation_point()
+            if p.stopped_at_return:
+                return False  # SB3 stops learn() when a callback returns False
         return True
 
     # --- rows and snapshots ----------------------------------------------------------------------
@@ -116,54 +153,55 @@ class MetricsCallback(BaseCallback):
         self.p.wall_clock_s = self._wall_base + (time.perf_counter() - self._t0)
         self.p.cpu_s = self._cpu_base + (time.process_time() - self._cpu0)
 
-    def log_row(self, evaluate_now: bool) -> dict[str, Any]:
-        """Evaluate (when asked), then emit one metrics row and reset the per-row statistics."""
+    def evaluate_stage(self, j: int) -> StageEval:
+        """The current policy on stage ``j``'s environment and the run's fixed evaluation seeds."""
+        mean, std, steps = evaluate(
+            self.model,
+            self.eval_envs[j],
+            int(self.cfg.eval.seed),
+            int(self.cfg.eval.episodes),
+            unwrap_vec_normalize(self.training_env),
+            protocol=self.protocol,
+            run_seed=int(self.cfg.seed),
+            timestep=self.p.timesteps,
+        )
+        return StageEval(self.plan.stages[j].name, mean, std, steps)
+
+    def evaluation_point(self) -> list[dict[str, Any]]:
+        """Evaluate every stage, emit one row per stage (:func:`esbench.tracking.ruler.point_rows`)
+        and reset the per-row statistics; marks the run stopped when the stage trained reached
+        the target."""
         p = self.p
-        evaluated = math.nan, math.nan
-        if evaluate_now:
-            mean, std, steps = evaluate(
-                self.model,
-                self.eval_env,
-                int(self.cfg.eval.seed),
-                int(self.cfg.eval.episodes),
-                unwrap_vec_normalize(self.training_env),
-                protocol=self.protocol,
-                run_seed=int(self.cfg.seed),
-                timestep=p.timesteps,
-            )
-            p.eval_timesteps += steps
-            p.last_eval = evaluated = (mean, std)
-            p.last_eval_timesteps = p.timesteps
-            p.best_eval = max(p.best_eval, mean)
-            while p.next_eval_at <= p.timesteps:
-                p.next_eval_at += self.interval
+        evals = [self.evaluate_stage(j) for j in range(len(self.plan.stages))]
+        p.eval_timesteps += sum(e.steps for e in evals)
+        for e in evals:
+            p.last_eval_by_stage[e.stage] = e.mean
+        own = evals[p.stage]
+        p.last_eval = (own.mean, own.std)
+        p.last_eval_timesteps = p.timesteps
+        p.best_eval = max(p.best_eval, own.mean)
+        p.next_eval_at = next_eval_at(p.timesteps, self.interval)
+        p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
         self._clock()
         params = policy_vector(self.model)
-        row = {
-            "generation": p.rows,
-            "timesteps": p.timesteps,
-            "frames": p.frames,
-            "episodes": p.episodes,
-            "wall_clock_s": p.wall_clock_s,
-            "cpu_s": p.cpu_s,
+        train = {
             "train_return_mean": float(np.mean(p.returns)) if p.returns else math.nan,
             "train_return_max": float(np.max(p.returns)) if p.returns else math.nan,
-            "eval_return_mean": evaluated[0],
-            "eval_return_std": evaluated[1],
-            "eval_timesteps": p.eval_timesteps,
-            "steps_per_s": p.timesteps / max(p.wall_clock_s, 1e-9),
-            "workers": 1,
-            "train_task": self.task,
-            "eval_task": self.task,
             "nonfinite_members": 0,
             "grad_norm": math.nan,
             "param_norm": float(np.linalg.norm(params.astype(np.float64))),
             "rl/n_updates": int(getattr(self.model, "_n_updates", 0)),
         }
-        p.rows += 1
+        counters = Counters(
+            p.points, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps, 1
+        )
+        rows = point_rows(counters, self.stage.name, evals, train)
+        p.points += 1
         p.returns = []
-        self.emit_row(row)
-        return row
+        for row in rows:
+            self.emit_row({**row, "row_index": p.rows})
+            p.rows += 1
+        return rows
 
     def checkpoint(self) -> None:
         """Emit a snapshot of the model, envs, RNGs and counters."""

@@ -231,7 +231,8 @@ def _tensors_to_data(v: Any) -> Any:
     return v
 
 
-def _optimizers(model: BaseAlgorithm) -> dict[str, torch.optim.Optimizer]:
+def optimizers(model: BaseAlgorithm) -> dict[str, torch.optim.Optimizer]:
+    """The policy's optimizers by attribute name (``optimizer``; TRPO's value optimizer too)."""
     return {k: v for k, v in vars(model.policy).items() if isinstance(v, torch.optim.Optimizer)}
 
 
@@ -245,7 +246,7 @@ def snapshot(model: BaseAlgorithm, progress: Any) -> bytes:
     snap = Snapshot(
         model=_capture_attrs(model),
         policy={k: TensorData(t.detach().cpu().numpy().copy()) for k, t in model.policy.state_dict().items()},
-        optimizers={k: _tensors_to_data(o.state_dict()) for k, o in _optimizers(model).items()},
+        optimizers={k: _tensors_to_data(o.state_dict()) for k, o in optimizers(model).items()},
         layers=[_class_name(layer) for layer in layers],
         env=[_capture_attrs(layer) for layer in layers],
         rng=GlobalRng(random.getstate(), np_state, torch.get_rng_state().numpy().copy()),
@@ -295,11 +296,11 @@ def restore(blob: bytes, model: BaseAlgorithm) -> Any:
     if snap.layers != [_class_name(layer) for layer in layers]:
         raise SnapshotMismatch("its environment stack differs from the one this config builds")
     model.policy.load_state_dict({k: torch.from_numpy(t.array.copy()) for k, t in snap.policy.items()})
-    optimizers = _optimizers(model)
-    if set(snap.optimizers) != set(optimizers):
+    built = optimizers(model)
+    if set(snap.optimizers) != set(built):
         raise SnapshotMismatch("its optimizers differ from the model's")
     for name, state in snap.optimizers.items():
-        optimizers[name].load_state_dict(_data_to_tensors(state))
+        built[name].load_state_dict(_data_to_tensors(state))
     _restore_attrs(model, snap.model)
     for layer, attrs in zip(layers, snap.env, strict=True):
         _restore_attrs(layer, attrs)

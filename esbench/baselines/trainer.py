@@ -19,6 +19,12 @@ index, so a task that Dask re-runs after a lost worker overwrites rows instead o
 Inside a Dask task already (a sweep job of the Dask launcher, :func:`in_dask_task`), the training runs
 in-process and writes directly.
 
+Stages (issue #14): :func:`train_process` trains the stages of the run's sequence one after another,
+one SB3 model per stage on that stage's environments, each starting from the previous one's
+parameters (:func:`carry_over`); evaluation points, rows and the summary come from
+:mod:`esbench.tracking.ruler`, as for ES. The stage-boundary snapshots travel back with the summary
+and the driver writes ``snapshots.npz`` when the run completes.
+
 Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it (digest, and
 that the snapshot parses), puts the rows back into the logger and sends the snapshot to the task,
 which builds the model and environments from the config, overwrites their state with the snapshot's
@@ -30,33 +36,41 @@ one line naming it (:class:`~esbench.tracking.store.RunFileError`).
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
-import math
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 # Registers the baselines: a Dask worker running _remote_train imports only this module's chain.
 from esbench.baselines import registry as _registry  # noqa: F401
-from esbench.baselines.callback import MetricsCallback, Progress, policy_vector
+from esbench.baselines.callback import MetricsCallback, Progress, policy_layout, policy_vector
 from esbench.baselines.checkpoint import (
     CHECKPOINT_TYPES,
     BaselineCheckpoint,
     SnapshotMismatch,
     digest,
     load_snapshot,
+    optimizers,
     restore,
 )
 from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.sb3 import build_model, make_training_env
-from esbench.envs import make_env, resolved_env_id
+from esbench.config.schema import stop_at_return
+from esbench.envs import make_env
 from esbench.runtime.cluster import dask_client, in_dask_task
 from esbench.tracking.logger import MetricsLogger
+from esbench.tracking.ruler import Counters, Stage, StagePlan, stage_plan, summary, write_snapshots
+from esbench.tracking.schema import SNAPSHOTS_FILE
 from esbench.tracking.store import RunStore
-from esbench.utils.seeding import sha256_array
+from esbench.utils.layout import ParamLayout
 from esbench.utils.statefile import StateFileError
 
 log = logging.getLogger(__name__)
@@ -75,20 +89,27 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
         if digest(ckpt.state) != ckpt.digest:
             raise store.checkpoint_error("its snapshot does not match its digest")
         try:
-            load_snapshot(ckpt.state)  # fail here, in one line, rather than inside the Dask task
+            progress = load_snapshot(ckpt.state).progress  # fail here, in one line, not in the task
         except (StateFileError, SnapshotMismatch) as e:
             raise store.checkpoint_error(f"its snapshot: {e}") from None
         blob = ckpt.state
         logger.rows = list(ckpt.rows)
-        log.info("resuming %s from its checkpoint (%d rows)", store.run_id, len(ckpt.rows))
+        log.info(
+            "resuming %s from its checkpoint (%d rows) at timestep %d, stage %d",
+            store.run_id, len(ckpt.rows), progress.timesteps, progress.stage,
+        )  # fmt: skip
     sink = _DriverSink(store, logger)
     if in_dask_task():
-        return train_process(cfg, blob, sink.row, sink.snapshot)
-    cluster_cfg = cfg.cluster
-    if cluster_cfg.kind == "local":  # one run, one process: do not start a worker per core
-        cluster_cfg = OmegaConf.merge(cluster_cfg, {"n_workers": 1})
-    with dask_client(cluster_cfg, quiet=not cfg.tracker.console) as client:
-        return _train_on_cluster(client, cfg, blob, sink)
+        result = train_process(cfg, blob, sink.row, sink.snapshot)
+    else:
+        cluster_cfg = cfg.cluster
+        if cluster_cfg.kind == "local":  # one run, one process: do not start a worker per core
+            cluster_cfg = OmegaConf.merge(cluster_cfg, {"n_workers": 1})
+        with dask_client(cluster_cfg, quiet=not cfg.tracker.console) as client:
+            result = _train_on_cluster(client, cfg, blob, sink)
+    snaps = result.pop("snapshots")  # written where the driver runs, as every results file is
+    write_snapshots(store.path(SNAPSHOTS_FILE), snaps.params, snaps.stages, snaps.boundaries, snaps.layout)
+    return result
 
 
 class _DriverSink:
@@ -99,7 +120,8 @@ class _DriverSink:
         self.logger = logger
 
     def row(self, row: dict[str, Any]) -> None:
-        del self.logger.rows[int(row["generation"]) :]  # a re-run task re-sends rows: overwrite
+        row = dict(row)
+        del self.logger.rows[int(row.pop("row_index")) :]  # a re-run task re-sends rows: overwrite
         self.logger.record_many(row)
         self.logger.dump()
 
@@ -151,51 +173,139 @@ def _remote_train(cfg: DictConfig, blob: bytes | None, queue_name: str) -> dict[
     return train_process(cfg, blob, row, snap)
 
 
-def train_process(
-    cfg: DictConfig, blob: bytes | None, emit_row: RowSink, emit_snapshot: SnapshotSink
-) -> dict[str, Any]:
-    """Train in this process (from ``blob``, a snapshot, when given) and return the summary."""
-    torch.set_num_threads(int(cfg.torch_threads))
-    hp = resolve_hparams(cfg)
-    venv = make_training_env(cfg, hp)
-    budget = int(cfg.budget.timesteps)
-    model = build_model(cfg, hp, venv)  # a resumed run too: the snapshot holds state, not structure
-    if blob is None:
-        interval, every = int(cfg.eval.interval_timesteps), int(cfg.checkpoint_every)
-        progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
-    else:
-        progress = restore(blob, model)
+@dataclass
+class Snapshots:
+    """The stage-boundary snapshots a run returns to its driver (see ``write_snapshots``)."""
+
+    params: list[np.ndarray]
+    stages: list[str]
+    boundaries: list[int]
+    layout: ParamLayout
+
+
+def stage_config(cfg: DictConfig, stage: Stage) -> DictConfig:
+    """``cfg`` with the stage's env in place of the run's (what ``make_training_env`` and
+    ``build_model`` read)."""
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    data["env"] = dict(stage.env)
+    return OmegaConf.create(data)
+
+
+def build_stage(cfg: DictConfig, hp: dict[str, Any], stage: Stage) -> tuple[BaseAlgorithm, VecEnv]:
+    """A fresh model on stage ``stage``'s training environments, seeded with ``cfg.seed`` (SB3
+    seeds its global RNGs on construction, so every stage starts its streams from the run seed)."""
+    stage_cfg = stage_config(cfg, stage)
+    venv = make_training_env(stage_cfg, hp)
+    model = build_model(stage_cfg, hp, venv)  # a resumed run too: the snapshot holds state, not structure
     from stable_baselines3.common.logger import Logger
 
     model.set_logger(Logger(folder=None, output_formats=[]))
-    task = resolved_env_id(cfg.env)
-    eval_env = make_env(cfg.env, training=False)
-    callback = MetricsCallback(cfg, progress, eval_env, emit_row, emit_snapshot, task)
+    return model, venv
+
+
+def carry_over(old: BaseAlgorithm, new: BaseAlgorithm, plan: StagePlan) -> None:
+    """Start ``new`` (the next stage's model) where ``old`` ended: its policy's parameters always
+    (actor, critic and DQN's target network), the optimizers' state unless
+    ``sequence.reset_optimizer``, the observation statistics of VecNormalize unless
+    ``sequence.reset_obs_norm``. The rest is the new stage's own and fresh, as in Continual World
+    between tasks: reward normalization, a replay buffer, DQN's exploration schedule and
+    ``learning_starts``, learning-rate schedules (over the stage's budget)."""
+    new.policy.load_state_dict(old.policy.state_dict())
+    if not plan.reset_optimizer:
+        before = optimizers(old)
+        for name, opt in optimizers(new).items():
+            opt.load_state_dict(before[name].state_dict())
+    if not plan.reset_obs_norm:
+        old_env, new_env = old.get_env(), new.get_env()
+        old_norm = unwrap_vec_normalize(old_env) if old_env is not None else None
+        new_norm = unwrap_vec_normalize(new_env) if new_env is not None else None
+        if old_norm is not None and new_norm is not None:
+            new_norm.obs_rms = copy.deepcopy(old_norm.obs_rms)
+
+
+def train_process(
+    cfg: DictConfig, blob: bytes | None, emit_row: RowSink, emit_snapshot: SnapshotSink
+) -> dict[str, Any]:
+    """Train in this process (from ``blob``, a snapshot, when given) and return the summary.
+
+    Stage after stage of the run's plan (:func:`esbench.tracking.ruler.stage_plan`): an
+    evaluation point at timestep 0, then ``learn`` for the stage's budget with the metrics
+    callback taking the points in between, a point at the end of the stage, and a new model for
+    the next stage that starts from this one's parameters (:func:`carry_over`); a snapshot is
+    emitted at every boundary, so a run killed in stage k resumes inside stage k.
+    """
+    torch.set_num_threads(int(cfg.torch_threads))
+    plan = stage_plan(cfg)
+    hp = resolve_hparams(cfg)
+    target = stop_at_return(cfg)
+    interval, every = int(cfg.eval.interval_timesteps), int(cfg.checkpoint_every)
+    restored = blob is not None
+    first = load_snapshot(blob).progress.stage if blob is not None else 0
+    model, venv = build_stage(cfg, hp, plan.stages[first])
+    if blob is not None:
+        progress = restore(blob, model)
+        progress.resumed_from = [*progress.resumed_from, progress.timesteps]
+    else:
+        progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
+        progress.snapshots = [policy_vector(model)]
+    eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
     try:
-        if not progress.finished:
-            remaining = budget - model.num_timesteps
-            if remaining > 0:
-                model.learn(total_timesteps=remaining, callback=callback, reset_num_timesteps=blob is None)
-            else:
-                callback.init_callback(model)
-            if progress.last_eval_timesteps != progress.timesteps:
-                callback.log_row(evaluate_now=True)  # the final evaluation, unless one just happened
-            progress.finished = True
-            callback.checkpoint()
+        while not progress.finished:
+            stage = plan.stages[progress.stage]
+            callback = MetricsCallback(cfg, plan, progress, eval_envs, emit_row, emit_snapshot, target)
+            callback.init_callback(model)
+            if progress.points == 0:  # timestep 0: the untrained policy (issue #15)
+                callback.evaluation_point()
+            if not progress.stopped_at_return:
+                remaining = stage.timesteps - model.num_timesteps
+                if remaining > 0:
+                    model.learn(remaining, callback=callback, reset_num_timesteps=not restored)
+                if not progress.stopped_at_return:
+                    callback.evaluation_point()  # the end of the stage, with its final parameters
+            restored = False
+            callback._clock()
+            progress.boundaries.append(progress.timesteps)
+            progress.boundary_wall_clock_s.append(progress.wall_clock_s)
+            if progress.stopped_at_return or progress.stage + 1 == len(plan.stages):
+                progress.snapshots = [*progress.snapshots, policy_vector(model)]
+                progress.finished = True
+                callback.checkpoint()
+                break
+            progress.stage += 1
+            progress.stage_start = progress.timesteps
+            progress.episode_raw = []
+            new_model, new_venv = build_stage(cfg, hp, plan.stages[progress.stage])
+            carry_over(model, new_model, plan)
+            venv.close()
+            model, venv = new_model, new_venv
+            progress.snapshots = [*progress.snapshots, policy_vector(model)]
+            boundary = MetricsCallback(cfg, plan, progress, eval_envs, emit_row, emit_snapshot, target)
+            boundary.init_callback(model)
+            boundary.checkpoint()  # resume from here: the next stage's model, before any step
     finally:
-        eval_env.close()
+        for env in eval_envs:
+            env.close()
         venv.close()
+    counters = Counters(
+        progress.points, progress.timesteps, progress.frames, progress.episodes, progress.wall_clock_s,
+        progress.cpu_s, progress.eval_timesteps, 1,
+    )  # fmt: skip
     return {
-        "final_eval_return": progress.last_eval[0],
-        "best_eval_return": progress.best_eval if math.isfinite(progress.best_eval) else math.nan,
-        "total_timesteps": progress.timesteps,
-        "total_frames": progress.frames,
-        "total_episodes": progress.episodes,
-        "wall_clock_s": progress.wall_clock_s,
-        "cpu_s": progress.cpu_s,
-        "steps_per_s": progress.timesteps / max(progress.wall_clock_s, 1e-9),
-        "workers": 1,
-        "params_sha256": sha256_array(policy_vector(model)),
+        **summary(
+            plan=plan,
+            final_eval=progress.last_eval[0],
+            best_eval=progress.best_eval,
+            counters=counters,
+            params=policy_vector(model),
+            target=target,
+            stopped_at_return=progress.stopped_at_return,
+            resumed_from=progress.resumed_from,
+            boundaries=progress.boundaries,
+            stage_wall_clock_s=progress.boundary_wall_clock_s,
+            final_eval_by_stage=progress.last_eval_by_stage,
+        ),
         "updates": int(getattr(model, "_n_updates", 0)),
         "hyperparameters": {k: v for k, v in hp.items() if k != "name"},
+        "snapshots": Snapshots(progress.snapshots, plan.names, progress.boundaries, policy_layout(model)),
     }

@@ -3,6 +3,12 @@
 A run is a pure function of its config (DESIGN.md promise 1): the master's state after generation
 g depends only on (config, g), whatever the number of workers or the order tasks finish in, and a
 run resumed from its checkpoint continues exactly as if never stopped (wall-clock aside).
+
+A run trains the stages of its sequence one after another (issue #14; one stage without a
+sequence): the stage plan, evaluation schedule, rows, snapshots and summary are the ones every
+algorithm uses (:mod:`esbench.tracking.ruler`); what is ES's own is a generation on stage k's
+environment and an evaluation of the current state on stage j's (``evaluate_chunk``'s ``stage``).
+A stage boundary is no generation: workers cannot replay it, so each gets one snapshot after it.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import logging
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,10 +30,23 @@ from esbench.runtime.evaluator import MemberEvaluator, split_members
 from esbench.runtime.replica import GenerationRecord, SyncMessage, TrainerState, advance, state_digest
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
 from esbench.strategies.base import ESState, Population
-from esbench.strategies.optimizers import OptState
+from esbench.strategies.optimizers import OptState, init_opt_state
 from esbench.tracking.logger import MetricsLogger
+from esbench.tracking.ruler import (
+    Counters,
+    StageEval,
+    StagePlan,
+    eval_due,
+    next_eval_at,
+    point_rows,
+    stage_plan,
+    step_row,
+    summary,
+    target_reached,
+    write_snapshots,
+)
+from esbench.tracking.schema import SNAPSHOTS_FILE
 from esbench.tracking.store import RunStore
-from esbench.utils.seeding import sha256_array
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +64,23 @@ class Progress:
     cpu_s: float = 0.0
     wall_clock_s: float = 0.0
     next_eval_at: int = 0
-    last_eval: tuple[float, float] = (math.nan, math.nan)
+    last_eval: tuple[float, float] = (math.nan, math.nan)  # the stage being trained, last point
     best_eval: float = -math.inf
     records: list[GenerationRecord] = field(default_factory=list)
     stopped_at_return: bool = False  # ended at the first evaluation >= budget.stop_at_return
     resumed_from: list[int] = field(default_factory=list)  # generations this run resumed at
+    # The sequence (esbench.tracking.ruler): the stage being trained (index into the plan), the
+    # timesteps at which it started, each ended stage's T_k and wall-clock, the parameters at the
+    # start of every stage begun so far, the last evaluation of every stage, and whether the run
+    # is over (a resumed run that is over only writes its summary).
+    stage: int = 0
+    stage_start: int = 0
+    boundaries: list[int] = field(default_factory=list)
+    boundary_wall_clock_s: list[float] = field(default_factory=list)
+    snapshots: list[np.ndarray] = field(default_factory=list)
+    last_eval_by_stage: dict[str, float] = field(default_factory=dict)
+    points: int = 0  # evaluation points so far
+    finished: bool = False
 
 
 @dataclass
@@ -70,13 +101,22 @@ CHECKPOINT_TYPES: tuple[type, ...] = (
 
 
 def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
-    """Train OpenAI-ES (or any registered strategy) as ``cfg`` says; returns the summary dict."""
-    spec = RunSpec.from_config(cfg, run_key)
+    """Train OpenAI-ES (or any registered strategy) as ``cfg`` says, stage after stage of its
+    sequence (one stage without one); returns the summary dict.
+
+    Stage k starts from stage k-1's final parameters, with the optimizer state and the observation
+    statistics reset or kept as ``sequence.reset_*`` say (:func:`begin_stage`); the generation
+    counter runs on over the whole sequence, so every random stream stays distinct. Evaluation
+    points, rows and the summary come from :mod:`esbench.tracking.ruler`, as for the RL baselines.
+    """
+    plan = stage_plan(cfg)
+    spec = RunSpec.from_config(cfg, run_key, tuple(s.env for s in plan.stages))
     master = RunContext(spec)  # the master's own env/policy/strategy (for init and tell)
     strategy = master.strategy
-    budget_steps = int(cfg.budget.timesteps)
-    max_gens = cfg.budget.generations
+    max_gens = cfg.budget.generations if not plan.is_sequence else None
     interval = int(cfg.eval.interval_timesteps)
+    snapshots_path = store.path(SNAPSHOTS_FILE)
+    layout = master.policy.param_layout()
 
     if cfg.resume and store.has_checkpoint:
         ckpt = store.load_checkpoint(CHECKPOINT_TYPES)
@@ -87,50 +127,66 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
         state, prog = ckpt.state, ckpt.progress
         logger.rows = list(ckpt.rows)
         prog.resumed_from = [*prog.resumed_from, state.generation]
-        log.info("resuming %s from generation %d", store.run_id, state.generation)
+        log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
     else:
         state, prog = master.initial_state(), Progress(next_eval_at=interval)
+        prog.snapshots = [state.es.params.copy()]
 
+    target = stop_at_return(cfg)
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         workers = worker_count(client)
         evaluate = MemberEvaluator(client, spec)
         n_tasks_per = int(cfg.algo.tasks_per_worker)
         t0 = time.perf_counter()
         wall0 = prog.wall_clock_s
-        target = stop_at_return(cfg)
+
+        def counters() -> Counters:
+            return Counters(
+                state.generation, prog.timesteps, prog.frames, prog.episodes, prog.wall_clock_s,
+                prog.cpu_s, prog.eval_timesteps, workers,
+            )  # fmt: skip
+
+        def evaluation_point() -> list[StageEval]:
+            """Every stage of the plan evaluated at the current state; the counters updated."""
+            evals = []
+            for j, stage in enumerate(plan.stages):
+                (mean, std), steps, cpu = _evaluate(evaluate, state, prog, cfg, workers, j)
+                prog.eval_timesteps += steps
+                prog.cpu_s += cpu
+                prog.last_eval_by_stage[stage.name] = mean
+                evals.append(StageEval(stage.name, mean, std, steps))
+            own = evals[prog.stage]
+            prog.last_eval = (own.mean, own.std)
+            prog.best_eval = max(prog.best_eval, own.mean)
+            prog.next_eval_at = next_eval_at(prog.timesteps, interval)
+            prog.points += 1
+            return evals
+
         if not logger.rows:  # timestep 0: the untrained policy, so every curve starts at its init
-            _evaluate_into(prog, evaluate, state, cfg, workers, interval)
-            prog.stopped_at_return = target is not None and prog.last_eval[0] >= target
+            first = evaluation_point()
+            prog.stopped_at_return = target_reached(target, prog.last_eval[0])
             prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
-            logger.record_many(
-                {
-                    "generation": 0,
-                    "timesteps": 0,
-                    "frames": 0,
-                    "episodes": 0,
-                    "wall_clock_s": prog.wall_clock_s,
-                    "cpu_s": prog.cpu_s,
-                    "eval_return_mean": prog.last_eval[0],
-                    "eval_return_std": prog.last_eval[1],
-                    "eval_timesteps": prog.eval_timesteps,
-                    "steps_per_s": 0.0,
-                    "workers": workers,
-                    "train_task": str(cfg.env.id),
-                    "eval_task": str(cfg.env.id),
-                    "nonfinite_members": 0,
-                    **evaluate.wire.take().row(),
-                    "param_norm": float(np.linalg.norm(state.es.params)),
-                }
-            )
-            logger.dump()
-        done = prog.stopped_at_return or _finished(prog, state, budget_steps, max_gens)
-        while not done:
+            extras = {
+                "steps_per_s": 0.0,
+                "nonfinite_members": 0,
+                **evaluate.wire.take().row(),
+                "param_norm": float(np.linalg.norm(state.es.params)),
+            }
+            for row in point_rows(counters(), plan.stages[0].name, first, extras):
+                logger.record_many(row)
+                logger.dump()
+            if prog.stopped_at_return:
+                prog.boundaries.append(0)
+                prog.boundary_wall_clock_s.append(prog.wall_clock_s)
+                prog.finished = True
+        while not (prog.finished or prog.stopped_at_return):
+            stage = plan.stages[prog.stage]
             g = state.generation
             workers = worker_count(client)  # read every generation: workers may come and go
             population = strategy.ask(state.es)
             msg = SyncMessage(g, state_digest(state), tuple(prog.records))
             chunks = split_members(len(population.offsets), max(workers, 1) * n_tasks_per)
-            results = evaluate(msg, chunks, "train", state)
+            results = evaluate(msg, chunks, "train", state, prog.stage)
             record, stats = merge_results(population, results, float(cfg.algo.reward_shift))
             state, tell_metrics = advance(strategy, state, record)
             prog.records = [*prog.records, record][-SYNC_HISTORY:]
@@ -138,13 +194,14 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             prog.frames += stats["frames"]
             prog.episodes += stats["episodes"]
             prog.cpu_s += stats["cpu_s"]
-            done = _finished(prog, state, budget_steps, max_gens)
-            evaluated = False
-            if done or prog.timesteps >= prog.next_eval_at:
-                _evaluate_into(prog, evaluate, state, cfg, workers, interval)
-                evaluated = True
-                if target is not None and prog.last_eval[0] >= target:
-                    prog.stopped_at_return = done = True
+            stage_done = stage.done(prog.timesteps, prog.stage_start) or (
+                max_gens is not None and state.generation >= int(max_gens)
+            )
+            evals: list[StageEval] | None = None
+            if eval_due(prog.timesteps, prog.next_eval_at, stage_done):
+                evals = evaluation_point()
+                if target_reached(target, prog.last_eval[0]):
+                    prog.stopped_at_return = stage_done = True
             prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
             if stats["nonfinite"]:
                 log.warning(
@@ -152,51 +209,75 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                     g,
                     stats["nonfinite"],
                 )
-            logger.record_many(
-                {
-                    "generation": state.generation,  # generations completed
-                    "timesteps": prog.timesteps,
-                    "frames": prog.frames,
-                    "episodes": prog.episodes,
-                    "wall_clock_s": prog.wall_clock_s,
-                    "cpu_s": prog.cpu_s,
-                    "train_return_mean": stats["return_mean"],
-                    "train_return_max": stats["return_max"],
-                    "eval_return_mean": prog.last_eval[0] if evaluated else math.nan,
-                    "eval_return_std": prog.last_eval[1] if evaluated else math.nan,
-                    "eval_timesteps": prog.eval_timesteps,
-                    "steps_per_s": prog.timesteps / max(prog.wall_clock_s, 1e-9),
-                    "workers": workers,
-                    "train_task": str(cfg.env.id),
-                    "eval_task": str(cfg.env.id),
-                    "nonfinite_members": tell_metrics["nonfinite_members"],
-                    "grad_norm": tell_metrics.get("grad_norm", math.nan),
-                    "param_norm": tell_metrics["param_norm"],
-                    "es/update_ratio": tell_metrics.get("update_ratio", math.nan),
-                    **evaluate.wire.take().row(),  # this generation's tasks, evaluation included
-                }
+            train = {
+                "train_return_mean": stats["return_mean"],
+                "train_return_max": stats["return_max"],
+                "nonfinite_members": tell_metrics["nonfinite_members"],
+                "grad_norm": tell_metrics.get("grad_norm", math.nan),
+                "param_norm": tell_metrics["param_norm"],
+                "es/update_ratio": tell_metrics.get("update_ratio", math.nan),
+                **evaluate.wire.take().row(),  # this generation's tasks, evaluation included
+            }
+            rows = (
+                point_rows(counters(), stage.name, evals, train)
+                if evals is not None
+                else [step_row(counters(), stage.name, train)]
             )
-            logger.dump()
-            if done or state.generation % int(cfg.checkpoint_every) == 0:
+            for row in rows:
+                logger.record_many(row)
+                logger.dump()
+            boundary = False
+            if stage_done:
+                prog.boundaries.append(prog.timesteps)
+                prog.boundary_wall_clock_s.append(prog.wall_clock_s)
+                if prog.stage + 1 < len(plan.stages) and not prog.stopped_at_return:
+                    state = begin_stage(state, plan)
+                    prog.stage += 1
+                    prog.stage_start = prog.timesteps
+                    prog.records = []  # the boundary is no generation: workers get a snapshot
+                    prog.snapshots = [*prog.snapshots, state.es.params.copy()]
+                    boundary = True
+                else:
+                    prog.finished = True
+                    prog.snapshots = [*prog.snapshots, state.es.params.copy()]
+                write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
+            if prog.finished or boundary or state.generation % int(cfg.checkpoint_every) == 0:
                 ckpt = Checkpoint(state, prog, list(logger.rows), state_digest(state))
                 store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
+        if len(prog.snapshots) == len(plan.stages):  # stopped at timestep 0: the final row
+            prog.snapshots = [*prog.snapshots, state.es.params.copy()]
+        write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
 
     return {
-        "final_eval_return": prog.last_eval[0],
-        "best_eval_return": prog.best_eval,
-        "total_timesteps": prog.timesteps,
-        "total_frames": prog.frames,
-        "total_episodes": prog.episodes,
-        "wall_clock_s": prog.wall_clock_s,
-        "cpu_s": prog.cpu_s,
-        "steps_per_s": prog.timesteps / max(prog.wall_clock_s, 1e-9),
-        "workers": typical_workers(logger.rows, workers),
-        "params_sha256": sha256_array(state.es.params),
+        **summary(
+            plan=plan,
+            final_eval=prog.last_eval[0],
+            best_eval=prog.best_eval,
+            counters=replace(counters(), workers=typical_workers(logger.rows, workers)),
+            params=state.es.params,
+            target=target,
+            stopped_at_return=prog.stopped_at_return,
+            resumed_from=prog.resumed_from,
+            boundaries=prog.boundaries,
+            stage_wall_clock_s=prog.boundary_wall_clock_s,
+            final_eval_by_stage=prog.last_eval_by_stage,
+        ),
         "generations": state.generation,
-        "stop_at_return": target,
-        "stopped_at_return": prog.stopped_at_return,
-        "resumed_from": prog.resumed_from,
     }
+
+
+def begin_stage(state: TrainerState, plan: StagePlan) -> TrainerState:
+    """The state stage k+1 starts from: stage k's parameters, generation counter and strategy
+    arrays (``aux``: a search distribution's per-parameter sigma or covariance, part of where the
+    search stands rather than of the optimizer), with the optimizer's moments reset when
+    ``sequence.reset_optimizer`` and the observation statistics back to their prior when
+    ``sequence.reset_obs_norm`` (both by default, as Continual World resets between tasks)."""
+    es, obs = state.es, state.obs
+    if plan.reset_optimizer:
+        es = replace(es, opt=init_opt_state(int(es.params.shape[0])))
+    if plan.reset_obs_norm and obs is not None:
+        obs = ObsStats.zeros(int(obs.total.shape[0]))
+    return TrainerState(es=es, obs=obs)
 
 
 def typical_workers(rows: list[dict[str, Any]], default: int) -> int:
@@ -207,11 +288,6 @@ def typical_workers(rows: list[dict[str, Any]], default: int) -> int:
     """
     counts = Counter(int(r["workers"]) for r in rows if r.get("workers") is not None)
     return max(counts, key=lambda w: (counts[w], w)) if counts else default
-
-
-def _finished(prog: Progress, state: TrainerState, budget_steps: int, max_gens: Any) -> bool:
-    """Budget reached: timesteps, or generations when set."""
-    return prog.timesteps >= budget_steps or (max_gens is not None and state.generation >= int(max_gens))
 
 
 def merge_results(
@@ -253,31 +329,19 @@ def merge_results(
     return record, stats
 
 
-def _evaluate_into(
-    prog: Progress,
+def _evaluate(
     evaluate: MemberEvaluator,
     state: TrainerState,
+    prog: Progress,
     cfg: DictConfig,
     workers: int,
-    interval: int,
-) -> None:
-    """Evaluate ``state`` and update the counters: last and best evaluation, evaluation steps and
-    CPU, the next evaluation point (the first interval multiple past the current timesteps)."""
-    prog.last_eval, eval_steps, eval_cpu = _evaluate(evaluate, state, prog, cfg, workers)
-    prog.eval_timesteps += eval_steps
-    prog.cpu_s += eval_cpu
-    prog.best_eval = max(prog.best_eval, prog.last_eval[0])
-    while prog.next_eval_at <= prog.timesteps:
-        prog.next_eval_at += interval
-
-
-def _evaluate(
-    evaluate: MemberEvaluator, state: TrainerState, prog: Progress, cfg: DictConfig, workers: int
+    stage: int = 0,
 ) -> tuple[tuple[float, float], int, float]:
-    """The deterministic policy on the fixed evaluation seeds: ((mean, std), steps, cpu seconds)."""
+    """The deterministic policy on the fixed evaluation seeds of stage ``stage``'s environment:
+    ((mean, std), steps, cpu seconds)."""
     msg = SyncMessage(state.generation, state_digest(state), tuple(prog.records))
     chunks = split_members(int(cfg.eval.episodes), max(workers, 1))
-    results = evaluate(msg, chunks, "eval", state)
+    results = evaluate(msg, chunks, "eval", state, stage)
     returns = np.concatenate([r.returns[:, 0] for r in results])
     steps = int(sum(r.lengths.sum() for r in results))
     return (float(returns.mean()), float(returns.std())), steps, float(sum(r.cpu_s for r in results))

@@ -59,9 +59,9 @@ class MemberEvaluator:
         return self._fixed_bytes + msg_bytes + payload_bytes((chunk, mode)) - 2 * _PICKLE_FRAMING
 
     def __call__(
-        self, msg: SyncMessage, chunks: list[list[int]], mode: str, state: TrainerState
+        self, msg: SyncMessage, chunks: list[list[int]], mode: str, state: TrainerState, stage: int = 0
     ) -> list[ChunkResult]:
-        """The chunks' results in chunk order.
+        """The chunks' results in chunk order, played on stage ``stage``'s environment.
 
         Workers that cannot reach ``msg.generation`` by replay (new, restarted, too far behind)
         answer stale; those chunks are sent again with a snapshot of ``state``, scattered once,
@@ -72,7 +72,7 @@ class MemberEvaluator:
         """
         client, spec = self.client, self.spec
         self.held = []  # the previous call's results: released in the same batch as the submission
-        futures = [client.submit(evaluate_chunk, spec, msg, c, mode, pure=False) for c in chunks]
+        futures = [client.submit(evaluate_chunk, spec, msg, c, mode, stage=stage, pure=False) for c in chunks]
         self.held = futures
         msg_bytes = payload_bytes(msg)  # counted while the workers compute
         self.wire.tasks += len(chunks)
@@ -90,7 +90,9 @@ class MemberEvaluator:
                 msg.generation, len(stale), per_task / 1e3,
             )  # fmt: skip
             retry = {
-                i: client.submit(evaluate_chunk, spec, msg, chunks[i], mode, snapshot, pure=False)
+                i: client.submit(
+                    evaluate_chunk, spec, msg, chunks[i], mode, snapshot, stage=stage, pure=False
+                )
                 for i in stale
             }
             self.wire.tasks += len(retry)

@@ -43,10 +43,16 @@ class RunSpec:
     policy: dict[str, Any]
     eval_seed: int
     torch_threads: int = 1
+    # A sequence's stages (issue #14): each stage's full env config, ``env`` being the first's.
+    # Empty for a run of one stage.
+    stage_envs: tuple[dict[str, Any], ...] = ()
 
     @classmethod
-    def from_config(cls, cfg: DictConfig, run_key: str) -> RunSpec:
-        """The spec of a composed run config."""
+    def from_config(
+        cls, cfg: DictConfig, run_key: str, stage_envs: tuple[dict[str, Any], ...] = ()
+    ) -> RunSpec:
+        """The spec of a composed run config (``stage_envs``: the plan's stages' env configs, when
+        more than one; the first is the env the policy is built for)."""
 
         def plain(node: Any) -> dict[str, Any]:
             return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
@@ -55,10 +61,11 @@ class RunSpec:
             run_key=run_key,
             seed=int(cfg.seed),
             algo=plain(cfg.algo),
-            env=plain(cfg.env),
+            env=dict(stage_envs[0]) if stage_envs else plain(cfg.env),
             policy=plain(cfg.policy),
             eval_seed=int(cfg.eval.seed),
             torch_threads=int(cfg.torch_threads),
+            stage_envs=tuple(stage_envs) if len(stage_envs) > 1 else (),
         )
 
 
@@ -103,10 +110,31 @@ class RunContext:
             self.lowrank = LowRankBatchedMLP(self.batched.t, self.batched.batch, self.factored.rank)
         self.states: dict[int, TrainerState] = {}
         self.verified: set[int] = set()
+        # A sequence's stages: (env, eval env, lockstep envs) per stage, built when first used.
+        self.stage = 0
+        self.stage_sets: dict[int, tuple[Any, Any, list[Any]]] = {0: (self.env, self.eval_env, self.envs)}
+
+    def select_stage(self, stage: int) -> None:
+        """Play on stage ``stage``'s environments from now on (built on first use; the policy,
+        strategy and trainer state are the run's, shared by every stage)."""
+        if stage == self.stage:
+            return
+        if stage not in self.stage_sets:
+            if not 0 <= stage < len(self.spec.stage_envs):
+                raise ValueError(f"stage {stage} of a run with {len(self.spec.stage_envs) or 1} stage(s)")
+            env_cfg = OmegaConf.create(self.spec.stage_envs[stage])
+            env = make_env(env_cfg, training=True)
+            eval_env = make_env(env_cfg, training=False) if env_cfg.kind == "atari" else env
+            more = len(self.envs) - 1 if self.envs else 0  # lockstep envs beyond the first
+            envs = [env, *(make_env(env_cfg, training=True) for _ in range(more))] if self.envs else []
+            self.stage_sets[stage] = (env, eval_env, envs)
+        self.env, self.eval_env, self.envs = self.stage_sets[stage]
+        self.stage = stage
 
     def close(self) -> None:
-        """Release the environments."""
-        for env in {id(e): e for e in [self.env, self.eval_env, *self.envs]}.values():
+        """Release the environments (every stage's)."""
+        every = [e for env, eval_env, envs in self.stage_sets.values() for e in (env, eval_env, *envs)]
+        for env in {id(e): e for e in every}.values():
             env.close()
 
     def play(self, jobs: list[EpisodeJob], evaluation: bool) -> list[Episode]:
@@ -227,6 +255,7 @@ def evaluate_chunk(
     members: list[int],
     mode: str,
     snapshot: TrainerState | None = None,
+    stage: int = 0,
 ) -> ChunkResult:
     """Evaluate ``members`` at the state ``msg`` names (a Dask task).
 
@@ -239,9 +268,12 @@ def evaluate_chunk(
             from (seed, generation, member); ``"eval"``: the noiseless policy on the fixed
             evaluation seeds ``eval_seed + k``, no action noise.
         snapshot: a full state, sent only when the worker reported it could not catch up.
+        stage: which stage's environment to play (``spec.stage_envs``; 0 for a run of one stage):
+            the stage trained (``"train"``) or the stage evaluated (``"eval"``).
     """
     cpu0 = time.process_time()
     ctx = get_context(spec)
+    ctx.select_stage(stage)
     idx = np.asarray(members, dtype=np.int64)
     state = ctx.sync(msg, snapshot)
     if state is None:

@@ -21,7 +21,11 @@ class ConsoleProgress:
         self.tty = self.stream.isatty()
 
     def write(self, row: dict[str, Any]) -> None:
-        """Show the state after one step."""
+        """Show the state after one step (a sequence's rows evaluating a stage other than the one
+        trained add nothing: one line per step, with the trained stage's evaluation)."""
+        train, evaluated = row.get("train_task"), row.get("eval_task")
+        if train and evaluated and train != evaluated:
+            return
         ts = int(row.get("timesteps") or 0)
         for key in ("train_return_max", "eval_return_mean"):
             v = row.get(key)

@@ -3,8 +3,10 @@
 DESIGN.md promise 3: ES and RL runs are measured on one ruler. Every run directory holds a
 ``metrics.csv`` whose columns are exactly :data:`METRIC_COLUMNS`, in that order, so that a report
 can put an ES curve and an RL curve on one axis with no conversion. A row is one logging step:
-one ES generation, or one RL logging interval. Values a step does not have (an evaluation that
-did not happen at this step) are left empty (NaN).
+one ES generation, or one RL logging interval; at an evaluation point of a task sequence, one row
+per evaluated stage (``train_task`` the stage trained, ``eval_task`` the stage evaluated; the data
+model of :mod:`esbench.analysis.retention`, rows built by :mod:`esbench.tracking.ruler`).
+Values a step does not have (an evaluation that did not happen at this step) are left empty (NaN).
 
 Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
 
@@ -14,6 +16,14 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
     env.json        package versions, git commit, cores, host, python
     checkpoint.npz  the latest checkpoint (strategy/model state + metrics rows so far), data only:
                     arrays and a JSON manifest (esbench.utils.statefile), never a pickle
+    snapshots.npz   the parameters at the stage boundaries (esbench.tracking.ruler.write_snapshots;
+                    read with esbench.analysis.retention.load_snapshots): ``params`` (K + 1, n_params)
+                    float32, row k the flat vector at the start of stage k, row K the final one (a run
+                    still going holds the rows of the stages begun so far); ``boundaries`` (T_k of
+                    the stages ended, int64); ``stages`` (names); ``layout_starts`` and
+                    ``layout_shapes`` (JSON) when the policy has a layer layout. RL baselines' vector
+                    is the SB3 policy's ``state_dict`` values in order (actor, critic and, for DQN,
+                    target network), ES's the policy's flat parameters
     wandb/          the W&B run files (offline mode: `wandb sync` them later)
 """
 
@@ -33,8 +43,8 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "eval_timesteps",  # cumulative environment steps spent on evaluation (not counted in timesteps)
     "steps_per_s",  # training throughput: timesteps / wall_clock_s
     "workers",  # worker processes the run used at this step
-    "train_task",  # the task (env id) trained on
-    "eval_task",  # the task (env id) evaluated on
+    "train_task",  # the stage trained on (its name; the env id for a run without a sequence)
+    "eval_task",  # the stage evaluated on this row (every stage is evaluated at every point)
     "nonfinite_members",  # ES: population members excluded for NaN/inf returns (0 for RL)
     "grad_norm",  # ES: norm of the estimated gradient; RL: empty
     "param_norm",  # L2 norm of the flat parameter vector after the step (empty where not known)
@@ -76,6 +86,19 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "workers",
     "params_sha256",  # sha256 of the final flat parameter vector's bytes (float32, C order)
     "stopped_at_return",  # ended at its first evaluation >= budget.stop_at_return (reached, not censored)
+    "stop_at_return",  # the target score, or None
+)
+
+#: Keys every summary also holds (esbench.tracking.ruler.summary), list- or dict-valued, so kept out
+#: of the runs table that :mod:`esbench.analysis.load` builds from :data:`SUMMARY_KEYS`.
+SEQUENCE_SUMMARY_KEYS: tuple[str, ...] = (
+    "resumed_from",  # ES: generations, RL: timesteps at which the run resumed from a checkpoint
+    "sequence",  # sequence.name ("none" without a sequence)
+    "stages",  # the stage names trained, in order (one: the env id, without a sequence)
+    "stage_timesteps",  # each stage's budget
+    "stage_boundaries",  # T_k: the cumulative timesteps at which each stage ended
+    "stage_wall_clock_s",  # the wall-clock seconds at which each stage ended
+    "final_eval_return_by_stage",  # {stage: its last evaluation}
 )
 
 CONFIG_FILE = "config.yaml"
@@ -83,6 +106,7 @@ METRICS_FILE = "metrics.csv"
 SUMMARY_FILE = "summary.json"
 ENV_FILE = "env.json"
 CHECKPOINT_FILE = "checkpoint.npz"
+SNAPSHOTS_FILE = "snapshots.npz"
 #: Where esbench before data-only checkpoints kept a pickle. Never loaded (unpickling runs code);
 #: a run directory holding one refuses to resume and says so.
 LEGACY_CHECKPOINT_FILE = "checkpoint.pkl"

@@ -28,6 +28,26 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+def stage_metrics(row: dict[str, Any]) -> dict[str, float]:
+    """What W&B logs of a metrics row: its numbers, and the evaluation under the namespace of the
+    stage evaluated, ``eval/<eval_task>/return_mean`` and ``.../return_std`` (issue #14: per-stage
+    metric namespaces). A row evaluating another stage than the one trained (a task sequence's
+    evaluation point) logs only that and ``timesteps``, so the run's own columns keep one value per
+    step; NaN and non-numeric values are left out."""
+    data = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not math.isnan(float(v))}
+    train, evaluated = str(row.get("train_task") or ""), str(row.get("eval_task") or "")
+    if not evaluated:
+        return data
+    stage = {
+        f"eval/{evaluated}/return_{stat}": data[f"eval_return_{stat}"]
+        for stat in ("mean", "std")
+        if f"eval_return_{stat}" in data
+    }
+    if train and evaluated != train:
+        return {**({"timesteps": data["timesteps"]} if "timesteps" in data else {}), **stage}
+    return {**data, **stage}
+
+
 class WandbWriter:
     """Logs metric rows and the summary to one W&B run of its own."""
 
@@ -95,7 +115,7 @@ class WandbWriter:
         """Log one metrics row (non-numeric and NaN values left out)."""
         if self.run is None:
             return
-        data = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not math.isnan(float(v))}
+        data = stage_metrics(row)
         try:
             self.run.log(data)
         except Exception as e:

@@ -1,0 +1,388 @@
+"""Task sequences end to end (issue #14 parts 2-3) and the RL half of issue #15 (timestep-0
+evaluation, stop at a target), through the real CLI, a real Dask LocalCluster and SB3.
+
+The rows follow the data model of :mod:`esbench.analysis.retention` (read back with its own
+functions), the stage-boundary snapshots are the parameters the stages really ended with (checked
+against independent single-stage runs), and ES and RL go through one ruler
+(:mod:`esbench.tracking.ruler`).
+
+"Drift is exactly zero and forgetting is zero when a later stage's budget is zero" (issue #14): a
+stage budget of zero is refused by config (issue #14 part 7: exit 2), so no run can have one.
+The nearest honest thing, tested here, is the run at the instant its later stage begins, i.e. a
+later stage that has trained zero timesteps so far: its rows up to the end of stage 0 and its
+snapshots with the final row = the stage-1 start row. Both are what the loop wrote (not made up),
+the snapshot is checked to be the parameters stage 0 ended with (equal to an independent run of
+stage 0 alone), and the retention metrics on them must give drift and forgetting exactly 0: the
+boundary itself (env switch, optimizer reset, carry-over of parameters) moves nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from esbench.analysis.retention import load_snapshots, run_retention, sequence_curves
+from esbench.tracking.schema import METRIC_COLUMNS
+from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+
+STAGES = ["default", "long_pole"]
+SEQ = ["sequence=cartpole_pair", "eval.episodes=3", "tracker=none", "tracker.console=false"]
+ES = ["algo=openai_es", *SEQ, *SMALL[2:], "sequence.stage_timesteps=3000", "eval.interval_timesteps=2000"]
+RL = ["algo=a2c", *SEQ, "sequence.stage_timesteps=1500", "eval.interval_timesteps=1000"]
+
+
+def _sha(vector: np.ndarray) -> str:
+    """What summaries call ``params_sha256``: sha256 of the float32 vector's bytes."""
+    return hashlib.sha256(np.ascontiguousarray(vector, dtype=np.float32).tobytes()).hexdigest()
+
+
+def check_data_model(run_dir: Path, stages: list[str]) -> tuple[pd.DataFrame, dict]:
+    """The rows and snapshots of a complete sequence run follow the data model; returns them."""
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert list(metrics.columns) == list(METRIC_COLUMNS)
+    evals = metrics[metrics["eval_return_mean"].notna()]
+    # Every stage evaluated at every evaluation point, once, in stage order.
+    for _, point in evals.groupby(["timesteps", "train_task"], sort=False):
+        assert list(point["eval_task"]) == stages
+    assert set(metrics["train_task"]) == set(stages)
+    # A point at timestep 0 (the untrained policy, stage 0 trained) and one at the end of every stage.
+    first = evals[evals["timesteps"] == 0]
+    assert list(first["train_task"]) == [stages[0]] * len(stages) and (first["generation"] == 0).all()
+    assert summary["stages"] == stages
+    ends = [int(metrics.loc[metrics["train_task"] == s, "timesteps"].max()) for s in stages]
+    assert summary["stage_boundaries"] == ends
+    for stage, end in zip(stages, ends, strict=True):
+        at_end = evals[(evals["timesteps"] == end) & (evals["train_task"] == stage)]
+        assert list(at_end["eval_task"]) == stages, (stage, end)
+    assert summary["total_timesteps"] == ends[-1]
+    assert ends[0] - 0 >= summary["stage_timesteps"][0]  # every stage trains its whole budget
+    assert all(b - a >= t for a, b, t in zip(ends, ends[1:], summary["stage_timesteps"][1:], strict=False))
+    assert len(summary["stage_wall_clock_s"]) == len(stages)
+    # The retention functions read it as it is.
+    curves = sequence_curves(metrics, stages)
+    assert curves.returns.shape == (len(stages), evals.groupby(["timesteps", "train_task"]).ngroups)
+    np.testing.assert_array_equal(curves.boundaries, ends)
+    # Snapshots: (K + 1, n), the last row the final parameters.
+    snaps = load_snapshots(run_dir / "snapshots.npz")
+    assert snaps.params.shape[0] == len(stages) + 1
+    assert list(snaps.stages) == stages
+    np.testing.assert_array_equal(snaps.boundaries, ends)
+    assert _sha(snaps.params[-1]) == summary["params_sha256"]
+    assert snaps.layout is not None
+    return metrics, summary
+
+
+def test_es_sequence_end_to_end_same_numbers_on_one_and_two_workers(tmp_path: Path) -> None:
+    """openai_es on cartpole_pair: the data model; snapshot[1] is what stage 0 ended with (an
+    independent run of stage 0 alone ends with the same parameters and return); 1 and 2 workers
+    give the same rows, snapshots and parameters."""
+    runs = {}
+    for workers in (1, 2):
+        root = tmp_path / f"w{workers}"
+        esbench("run", *ES, f"cluster.n_workers={workers}", f"results_dir={root}")
+        runs[workers] = only_run_dir(root)
+    metrics, summary = check_data_model(runs[1], STAGES)
+    (m1, s1), (m2, s2) = read_run(runs[1]), read_run(runs[2])
+    pd.testing.assert_frame_equal(m1, m2)
+    assert s1["params_sha256"] == s2["params_sha256"]
+    assert (s1["workers"], s2["workers"]) == (1, 2)
+    snaps = load_snapshots(runs[1] / "snapshots.npz").params
+    np.testing.assert_array_equal(snaps, load_snapshots(runs[2] / "snapshots.npz").params)
+    assert not np.array_equal(snaps[1], snaps[0]) and not np.array_equal(snaps[2], snaps[1])
+
+    # Stage 0 alone (no sequence, the same env and budget): the parameters it ends with are the
+    # sequence's snapshot[1], and its last evaluation is the sequence's stage-0 row at T_0.
+    esbench("run", "algo=openai_es", "env=cartpole", "budget.timesteps=3000", "eval.interval_timesteps=2000",
+            "eval.episodes=3", "tracker=none", "tracker.console=false", *SMALL[2:],
+            f"results_dir={tmp_path / 'alone'}")  # fmt: skip
+    alone_metrics, alone = read_run(only_run_dir(tmp_path / "alone"))
+    assert _sha(snaps[1]) == alone["params_sha256"]
+    t0 = summary["stage_boundaries"][0]
+    end0 = metrics[(metrics["timesteps"] == t0) & (metrics["eval_task"] == "default")]
+    assert end0["eval_return_mean"].item() == alone["final_eval_return"]
+    assert alone_metrics["train_task"].eq("CartPole-v1").all()  # no sequence: the env id names the stage
+
+
+def test_zero_budget_so_far_gives_zero_drift_and_zero_forgetting(tmp_path: Path) -> None:
+    """See the module docstring: the sequence at the instant stage 1 begins."""
+    esbench("run", *ES, "cluster.n_workers=1", f"results_dir={tmp_path}")
+    run_dir = only_run_dir(tmp_path)
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    snaps = load_snapshots(run_dir / "snapshots.npz")
+    t0 = json.loads((run_dir / "summary.json").read_text())["stage_boundaries"][0]
+    so_far = metrics[metrics["train_task"] == "default"]  # stage 1 has trained nothing yet
+    curves = sequence_curves(so_far, STAGES)
+    assert curves.boundaries.tolist() == [t0, t0]  # a stage without rows ends where the last did
+    at_boundary = np.stack([snaps.params[0], snaps.params[1], snaps.params[1]])
+    r_random = curves.returns[:, 0]
+    table = run_retention(curves, r_random, r_random + 100.0, snapshots=at_boundary, last_k=1)
+    value = table.set_index(["stage_index", "metric"])["value"]
+    assert value[(0, "forgetting")] == 0.0
+    assert value[(0, "drift_l2")] == 0.0 and value[(0, "drift_sparsity@1e-06")] == 1.0
+    assert value[(0, "update_l2")] > 0  # stage 0 did train: the zeros are not vacuous
+    # And in the full run, stage 1's training is what moves stage 0: drift > 0 once it has trained.
+    full = run_retention(sequence_curves(metrics, STAGES), r_random, r_random + 100.0, snapshots=snaps.params)
+    assert full.set_index(["stage_index", "metric"])["value"][(0, "drift_l2")] > 0
+
+
+def test_only_stage_is_a_reference_run_from_scratch(tmp_path: Path) -> None:
+    """``sequence.only_stage=1``: stage 1 alone, from the seed's initial parameters (the sequence's
+    snapshot[0]), on its own budget, evaluated on itself only."""
+    esbench("run", *ES, "sequence.only_stage=1", "cluster.n_workers=1", f"results_dir={tmp_path / 'ref'}")
+    esbench("run", *ES, "cluster.n_workers=1", f"results_dir={tmp_path / 'seq'}")
+    ref_dir, seq_dir = only_run_dir(tmp_path / "ref"), only_run_dir(tmp_path / "seq")
+    metrics, summary = check_data_model(ref_dir, ["long_pole"])
+    assert summary["only_stage"] == 1 and summary["stage_timesteps"] == [3000]
+    ref, seq = load_snapshots(ref_dir / "snapshots.npz"), load_snapshots(seq_dir / "snapshots.npz")
+    np.testing.assert_array_equal(ref.params[0], seq.params[0])
+    # The t=0 evaluation on long_pole is the sequence's (same untrained policy, same seeds).
+    seq_metrics = pd.read_csv(seq_dir / "metrics.csv")
+    at0 = seq_metrics[(seq_metrics["timesteps"] == 0) & (seq_metrics["eval_task"] == "long_pole")]
+    assert metrics.loc[metrics["timesteps"] == 0, "eval_return_mean"].item() == at0["eval_return_mean"].item()
+
+
+def test_rl_sequence_end_to_end(tmp_path: Path) -> None:
+    """a2c on cartpole_pair: the data model, and snapshot[1] is the parameters an independent run of
+    stage 0 alone ends with (the next stage's model starts from them)."""
+    esbench("run", *RL, f"results_dir={tmp_path / 'seq'}")
+    run_dir = only_run_dir(tmp_path / "seq")
+    metrics, summary = check_data_model(run_dir, STAGES)
+    assert summary["stopped_at_return"] is False and summary["resumed_from"] == []
+    snaps = load_snapshots(run_dir / "snapshots.npz").params
+    assert not np.array_equal(snaps[2], snaps[1])
+    esbench("run", "algo=a2c", "env=cartpole", "budget.timesteps=1500", "eval.interval_timesteps=1000",
+            "eval.episodes=3", "tracker=none", "tracker.console=false",
+            f"results_dir={tmp_path / 'alone'}")  # fmt: skip
+    _, alone = read_run(only_run_dir(tmp_path / "alone"))
+    assert _sha(snaps[1]) == alone["params_sha256"]
+    end0 = metrics[
+        (metrics["timesteps"] == summary["stage_boundaries"][0]) & (metrics["eval_task"] == "default")
+    ]
+    assert end0["eval_return_mean"].item() == alone["final_eval_return"]
+
+
+def test_rl_timestep_zero_row_is_the_untrained_policy(tmp_path: Path) -> None:
+    """Issue #15: the first row is generation 0 at timestep 0, and its return is the untrained
+    model's on the fixed evaluation seeds, computed here independently of the run."""
+    from stable_baselines3.common.vec_env import unwrap_vec_normalize
+
+    from esbench.baselines.configs import resolve_hparams
+    from esbench.baselines.evaluation import evaluate
+    from esbench.baselines.sb3 import build_model, make_training_env
+    from esbench.config.compose import compose_run_config
+    from esbench.envs import make_env
+    from esbench.runner import load_components
+
+    args = ["algo=a2c", "env=cartpole", "budget.timesteps=1000", "eval.interval_timesteps=500",
+            "eval.episodes=3", "tracker=none", "tracker.console=false"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path}")
+    metrics, summary = read_run(only_run_dir(tmp_path))
+    first = metrics.iloc[0]
+    assert (first["generation"], first["timesteps"], first["episodes"]) == (0, 0, 0)
+    assert np.isnan(first["train_return_mean"])
+    load_components()
+    cfg = compose_run_config(args)
+    hp = resolve_hparams(cfg)
+    venv = make_training_env(cfg, hp)
+    model = build_model(cfg, hp, venv)
+    env = make_env(cfg.env, training=False)
+    mean, std, _ = evaluate(model, env, int(cfg.eval.seed), 3, unwrap_vec_normalize(venv))
+    assert (first["eval_return_mean"], first["eval_return_std"]) == (mean, std)
+    assert metrics["timesteps"].is_monotonic_increasing and len(metrics) >= 3  # then the schedule
+    assert metrics["timesteps"].iloc[-1] == summary["total_timesteps"] >= 1000
+
+
+def test_es_timestep_zero_row_is_the_untrained_policy(tmp_path: Path) -> None:
+    """Issue #15 for ES: row 0 is generation 0 at timestep 0 with the initial parameters' return on
+    the fixed evaluation seeds, recomputed here in-process from the seed alone."""
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import load_components
+    from esbench.runtime.replica import SyncMessage, state_digest
+    from esbench.runtime.worker import RunContext, RunSpec, evaluate_chunk
+
+    args = ["algo=openai_es", "env=cartpole", *SMALL[2:], "budget.timesteps=3000",
+            "eval.interval_timesteps=2000", "eval.episodes=3", "tracker=none",
+            "tracker.console=false"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path}")
+    metrics, _ = read_run(only_run_dir(tmp_path))
+    first = metrics.iloc[0]
+    assert (first["generation"], first["timesteps"], first["episodes"]) == (0, 0, 0)
+    load_components()
+    spec = RunSpec.from_config(compose_run_config(args), "t0-check")
+    state = RunContext(spec).initial_state()
+    result = evaluate_chunk(spec, SyncMessage(0, state_digest(state)), [0, 1, 2], "eval", snapshot=state)
+    returns = result.returns[:, 0]
+    assert (first["eval_return_mean"], first["eval_return_std"]) == (returns.mean(), returns.std())
+
+
+STOP_RUNS = {
+    "a2c": ["algo=a2c", "budget.timesteps=6000", "eval.interval_timesteps=1000", "seed=1"],
+    "openai_es": ["algo=openai_es", *SMALL[2:], "budget.timesteps=30000", "eval.interval_timesteps=3000"],
+}
+
+
+@pytest.mark.parametrize("algo", sorted(STOP_RUNS))
+def test_stops_at_the_first_evaluation_at_or_above_the_target(algo: str, tmp_path: Path) -> None:
+    """Issue #15, ES and RL alike: with budget.stop_at_return=v the run ends at the first evaluation
+    >= v, marked in the summary; its rows are the full run's up to that point (stopping changes
+    nothing before it)."""
+    args = [*STOP_RUNS[algo], "env=cartpole", "eval.episodes=3", "tracker=none", "tracker.console=false"]
+    esbench("run", *args, f"results_dir={tmp_path / 'full'}")
+    full, full_summary = read_run(only_run_dir(tmp_path / "full"))
+    assert full_summary["stopped_at_return"] is False and full_summary["stop_at_return"] is None
+    # A target the evaluations before miss and a later evaluation (not the last) reaches.
+    evals = full[full["eval_return_mean"].notna()]
+    returns = evals["eval_return_mean"].to_numpy()
+    later = [i for i in range(1, len(returns) - 1) if returns[i] > returns[:i].max()]
+    assert later, returns
+    hit = evals.index[later[0]]
+    target = float(full.loc[hit, "eval_return_mean"])
+    esbench("run", *args, f"budget.stop_at_return={target}", f"results_dir={tmp_path / 'stop'}")
+    stopped, summary = read_run(only_run_dir(tmp_path / "stop"))
+    assert summary["stopped_at_return"] is True and summary["stop_at_return"] == target
+    assert summary["total_timesteps"] == full.loc[hit, "timesteps"] < full_summary["total_timesteps"]
+    assert summary["final_eval_return"] == target
+    pd.testing.assert_frame_equal(stopped, full.loc[:hit])
+
+
+def test_rl_stop_at_target_reached_by_the_untrained_policy_trains_nothing(tmp_path: Path) -> None:
+    args = ["algo=a2c", "env=cartpole", "budget.timesteps=2000", "eval.interval_timesteps=1000",
+            "eval.episodes=3", "tracker=none", "tracker.console=false",
+            "budget.stop_at_return=-1"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path}")
+    metrics, summary = read_run(only_run_dir(tmp_path))
+    assert summary["stopped_at_return"] is True and summary["total_timesteps"] == 0
+    assert len(metrics) == 1 and metrics["timesteps"].item() == 0
+
+
+def test_a_target_with_a_sequence_is_refused_in_one_line(tmp_path: Path) -> None:
+    proc = esbench("run", *ES, "budget.stop_at_return=100", f"results_dir={tmp_path}", check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [ln for ln in proc.stderr.splitlines() if "stop_at_return" in ln]
+    assert len(lines) == 1 and "sequence.only_stage" in lines[0], proc.stderr[-2000:]
+    assert not list(tmp_path.rglob("metrics.csv"))  # before any work
+
+
+def _trains_stage_2(metrics: Path) -> bool:
+    """Whether a (possibly half-written) metrics.csv has a row of stage 2's training."""
+    lines = metrics.read_text().splitlines()
+    column = list(METRIC_COLUMNS).index("train_task")
+    return any(
+        len(cells) > column and cells[column] == "long_pole" for cells in (ln.split(",") for ln in lines)
+    )
+
+
+def _kill_during_stage_2(args: list[str], root: Path) -> None:
+    """Start the run, SIGKILL it (its Dask workers too) once a row of stage 2 is logged and a
+    checkpoint exists, and check it was killed before it completed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "esbench.cli", "run", *args, f"results_dir={root}"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill takes its Dask workers too
+    )
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            metrics = list(root.rglob("metrics.csv"))
+            if metrics and _trains_stage_2(metrics[0]):
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError("the run never reached stage 2")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not (only_run_dir(root) / "summary.json").exists()  # it really was killed mid-run
+
+
+@pytest.mark.slow
+def test_es_sequence_killed_in_stage_2_resumes_inside_it_to_identical_results(tmp_path: Path) -> None:
+    """Killed during stage 2, run again on 2 workers: it resumes from a generation inside stage 2
+    (stderr and summary), and its rows, snapshots and parameters equal the uninterrupted run's."""
+    args = [*ES, "sequence.stage_timesteps=40000", "checkpoint_every=1", "cluster.n_workers=1"]
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    straight_dir = only_run_dir(tmp_path / "straight")
+    straight = read_run(straight_dir)
+    stage1_gens = straight[0].loc[straight[0]["train_task"] == "long_pole", "generation"]
+
+    root = tmp_path / "killed"
+    _kill_during_stage_2(args, root)
+    again = esbench("run", *[a for a in args if a != "cluster.n_workers=1"], "cluster.n_workers=2",
+                    f"results_dir={root}")  # fmt: skip
+    found = re.search(r"resuming \S+ from generation (\d+) \(stage 1\)", again.stderr)
+    assert found, again.stderr[-2000:]
+    generation = int(found.group(1))
+    assert generation >= stage1_gens.min() - 1  # inside stage 2 (or at its very start), not stage 1
+    run_dir = only_run_dir(root)
+    resumed = read_run(run_dir)
+    assert resumed[1]["resumed_from"] == [generation]
+    pd.testing.assert_frame_equal(straight[0], resumed[0])
+    assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]
+    np.testing.assert_array_equal(
+        load_snapshots(straight_dir / "snapshots.npz").params,
+        load_snapshots(run_dir / "snapshots.npz").params,
+    )
+
+
+@pytest.mark.slow
+def test_rl_sequence_killed_in_stage_2_resumes_inside_it_to_identical_results(tmp_path: Path) -> None:
+    args = [*RL, "sequence.stage_timesteps=20000", "eval.interval_timesteps=2000", "checkpoint_every=1"]
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    straight_dir = only_run_dir(tmp_path / "straight")
+    straight = read_run(straight_dir)
+    root = tmp_path / "killed"
+    _kill_during_stage_2(args, root)
+    again = esbench("run", *args, f"results_dir={root}")
+    found = re.search(
+        r"resuming \S+ from its checkpoint \(\d+ rows\) at timestep (\d+), stage 1", again.stderr
+    )
+    assert found, again.stderr[-2000:]
+    timestep = int(found.group(1))
+    assert timestep >= straight[1]["stage_boundaries"][0]
+    run_dir = only_run_dir(root)
+    resumed = read_run(run_dir)
+    assert resumed[1]["resumed_from"] == [timestep]
+    pd.testing.assert_frame_equal(straight[0], resumed[0])
+    assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]
+    np.testing.assert_array_equal(
+        load_snapshots(straight_dir / "snapshots.npz").params,
+        load_snapshots(run_dir / "snapshots.npz").params,
+    )
+
+
+def test_wandb_logs_every_stage_under_its_own_namespace(tmp_path: Path) -> None:
+    """Real W&B (offline): each stage's evaluations land under ``eval/<stage>/return_mean``, at the
+    timesteps of the points; rows evaluating another stage than the one trained add nothing else."""
+    from tests.test_wandb_tracking import offline_run
+
+    args = [a for a in RL if not a.startswith("tracker=")]
+    esbench("run", *args, "tracker=wandb_offline", f"results_dir={tmp_path}")
+    run_dir = only_run_dir(tmp_path)
+    history, exit_code = offline_run(run_dir)
+    assert exit_code == 0
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    for stage in STAGES:
+        key = f"eval/{stage}/return_mean"
+        logged = [(h["timesteps"], h[key]) for h in history if key in h]
+        rows = metrics[metrics["eval_task"] == stage]
+        assert logged == list(zip(rows["timesteps"], rows["eval_return_mean"], strict=True)), stage
+    foreign = [h for h in history if "eval/long_pole/return_mean" in h and "eval_return_mean" not in h]
+    assert foreign and all(set(h) <= {"timesteps", "eval/long_pole/return_mean",
+                                      "eval/long_pole/return_std", "_step", "_timestamp", "_runtime"}
+                           for h in foreign)  # fmt: skip
