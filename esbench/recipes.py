@@ -368,6 +368,14 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
     steps = int(o.get("budget.timesteps", 1_000_000))
     interval = int(o.get("eval.interval_timesteps", 50_000))
     episodes = int(o.get("eval.episodes", 5))
+    if o.get("sequence", "none") not in ("none", "null"):  # every stage evaluated at every point
+        env_option, stage_steps = sequence_shape(o["sequence"])
+        env = o.get("env", env_option)
+        if o.get("sequence.stage_timesteps", "null") != "null":
+            stage_steps = [int(o["sequence.stage_timesteps"])] * len(stage_steps)
+        only = o.get("sequence.only_stage", "null")
+        steps = stage_steps[int(only)] if only != "null" else sum(stage_steps)
+        episodes *= len(stage_steps)
     is_es = family_of(algo) == "es"
     if env == "atari":
         fs = int(o.get("env.frame_skip", 4))
@@ -383,6 +391,20 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
         eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
     workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
     return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], float(workers)
+
+
+def sequence_shape(name: str) -> tuple[str, list[int]]:
+    """(env group option, timesteps of each stage) of ``conf/sequence/<name>.yaml``, for costs: the
+    env is the sequence's ``override /env`` default (else its ``env.name``)."""
+    path = EXPERIMENTS_DIR.parent / "conf" / "sequence" / f"{name}.yaml"
+    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    data = data or {}
+    env = str((data.get("env") or {}).get("name", "halfcheetah"))
+    for item in data.get("defaults") or []:
+        if isinstance(item, dict) and "override /env" in item:
+            env = str(item["override /env"])
+    stages = (data.get("sequence") or {}).get("stages") or [{}]
+    return env, [int(s.get("timesteps", 1_000_000)) for s in stages]
 
 
 def estimated_core_seconds(overrides: Sequence[str]) -> float:

@@ -10,7 +10,7 @@ import pytest
 from esbench.recipes import SCALES, RecipeError, all_jobs, get_recipe, load_recipes
 from tests.conftest import esbench
 
-RECIPES = ("table1", "table2", "frameskip", "scaling", "curves", "es_family")
+RECIPES = ("table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention")
 
 
 def test_every_target_has_a_recipe_with_three_scales() -> None:
@@ -89,7 +89,8 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
     [
         (
             ["tabel1", "scale=smoke"],
-            "unknown recipe 'tabel1'; allowed: curves, es_family, frameskip, scaling, table1, table2, all",
+            "unknown recipe 'tabel1'; allowed: curves, es_family, frameskip, retention, scaling, table1, "
+            "table2, all",
         ),
         (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper, decisive"),
         (["table1"], "scale='' is unknown; allowed: smoke, mini, paper, decisive"),

@@ -19,7 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from esbench.analysis.curves import aggregate_curves, normalized_iqm_curve
-from esbench.config.registry import colour_of, label_of
+from esbench.analysis.stats import mean_ci
+from esbench.config.registry import colour_of, family_of, label_of
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black last; yellow left out: too pale on white).
 OKABE_ITO: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -313,4 +314,179 @@ def plot_data_efficiency(table: pd.DataFrame, stem: str | Path) -> list[Path]:
         ax.set_ylabel("ES timesteps / TRPO timesteps (x, log)")
         ax.set_title("Data efficiency: ES vs TRPO (hatched: censored lower bound)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return savefig(fig, stem)
+
+
+# --- retention (issue #14) -------------------------------------------------------------------------
+
+
+def _family_style(algo: str) -> str:
+    """Line style of an algorithm's family: ES solid, RL dashed (the retention figures' contrast)."""
+    return "--" if family_of(algo) == "rl" else "-"
+
+
+def plot_retention_curves(
+    curves: pd.DataFrame,
+    boundaries: pd.DataFrame,
+    stem: str | Path,
+    rng: np.random.Generator | None = None,
+) -> list[Path]:
+    """Normalized score of every stage over the whole sequence, one panel per (sequence, stage).
+
+    Earlier stages' curves during later stages show the forgetting (and its transient drops);
+    ES algorithms are drawn solid, RL dashed, each in its registry colour, as the mean over seeds
+    with a 95% percentile bootstrap band. Dotted vertical lines mark the stage boundaries (mean
+    ``T_k`` over runs); the shaded span is the stage's own training.
+
+    Args:
+        curves: :attr:`esbench.analysis.retention_report.RetentionData.curves`.
+        boundaries: :attr:`esbench.analysis.retention_report.RetentionData.boundaries`.
+        stem: Output path without suffix.
+        rng: Generator for the bands (None: no bands).
+
+    Returns:
+        [png path, pdf path].
+    """
+    keys = sorted(
+        {
+            (str(s), int(i), str(n))
+            for s, i, n in curves[["sequence", "stage_index", "stage"]].itertuples(index=False)
+        }
+    )
+    fig, axes = new_figure(max(len(keys), 1), ncols=2)
+    with _style():
+        for ax, (seq, i, name) in zip(axes, keys, strict=False):
+            rows = curves[(curves["sequence"] == seq) & (curves["stage_index"] == i)]
+            agg = aggregate_curves(rows, ["algo"], x="timesteps", y="p", rng=rng)
+            for algo, curve in agg.groupby("algo", sort=True):
+                n = int(curve["n_seeds"].iloc[0])
+                _band(
+                    ax,
+                    curve,
+                    algo_color(str(algo)),
+                    f"{algo_label(str(algo))} (n={n})",
+                    linestyle=_family_style(str(algo)),
+                )
+            ends = boundaries[boundaries["sequence"] == seq].groupby("stage_index")["end_timesteps"].mean()
+            start = float(ends.get(i - 1, 0.0)) if i > 0 else 0.0
+            ax.axvspan(start, float(ends.get(i, start)), color="#000000", alpha=0.06, linewidth=0)
+            for k, t in ends.items():
+                if int(k) < len(ends) - 1:
+                    ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)
+            ax.axhline(0.0, color="#777777", linewidth=0.5)
+            ax.axhline(1.0, color="#777777", linewidth=0.5, linestyle="--")
+            ax.set_title(f"{seq}: {name} (stage {i})")
+            ax.set_xlabel("Environment timesteps over the sequence")
+            ax.set_ylabel(f"Normalized score on {name}")
+            ax.legend(loc="best", frameon=False)
+    return savefig(fig, stem)
+
+
+def plot_retention_drift(
+    drift: pd.DataFrame, stem: str | Path, rng: np.random.Generator | None = None, tau: float = 1e-6
+) -> list[Path]:
+    """Parameter drift from the sequence's starting parameters against timesteps, at the stage
+    boundaries where snapshots exist: relative L2 distance and update sparsity (``|Δ| <= tau``).
+
+    One pair of panels per sequence; one line per algorithm (ES solid, RL dashed), mean over seeds
+    with 95% bootstrap error bars, starting from (0, 0) and (0, 1).
+
+    Args:
+        drift: :attr:`esbench.analysis.retention_report.RetentionData.drift`.
+        stem: Output path without suffix.
+        rng: Generator for the error bars (None: none).
+        tau: Threshold of the sparsity panel (a ``sparsity@<tau>`` column of ``drift``).
+
+    Returns:
+        [png path, pdf path].
+    """
+    sparsity = f"sparsity@{tau:g}"
+    seqs = sorted(drift["sequence"].unique())
+    fig, axes = new_figure(2 * len(seqs), ncols=2)
+    with _style():
+        for n, seq in enumerate(seqs):
+            panels = ((axes[2 * n], "rel", 0.0), (axes[2 * n + 1], sparsity, 1.0))
+            for algo, g in drift[drift["sequence"] == seq].groupby("algo", sort=True):
+                for ax, col, origin in panels:
+                    xs, ys, err = [0.0], [origin], [[0.0], [0.0]]
+                    for _, b in g.groupby("boundary", sort=True):
+                        values = b[col].to_numpy(float)
+                        mean, low, high = (
+                            mean_ci(values, rng) if rng is not None else (values.mean(), np.nan, np.nan)
+                        )
+                        xs.append(float(b["timesteps"].mean()))
+                        ys.append(float(mean))
+                        err[0].append(float(mean - low) if np.isfinite(low) else 0.0)
+                        err[1].append(float(high - mean) if np.isfinite(high) else 0.0)
+                    ax.errorbar(
+                        xs,
+                        ys,
+                        yerr=np.array(err),
+                        color=algo_color(str(algo)),
+                        marker="o",
+                        capsize=3,
+                        linestyle=_family_style(str(algo)),
+                        label=f"{algo_label(str(algo))} (n={g['seed'].nunique()})",
+                    )
+            for ax, col, _ in panels:
+                ax.set_title(
+                    f"{seq}: {'relative L2 drift' if col == 'rel' else f'update sparsity (tau={tau:g})'}"
+                )
+                ax.set_xlabel("Environment timesteps (stage boundaries)")
+                ax.set_ylabel(
+                    "||θ(t) - θ_0|| / ||θ_0||"
+                    if col == "rel"
+                    else f"Fraction of parameters with |Δ| <= {tau:g}"
+                )
+                ax.legend(loc="best", frameon=False)
+    return savefig(fig, stem)
+
+
+def plot_gain_retention(per_run: pd.DataFrame, stem: str | Path) -> list[Path]:
+    """New-stage gain against old-stage retention, one scatter panel per algorithm.
+
+    Each point is one seed's later stage j of one sequence: x the gain on stage j over its own
+    training (normalized ``E[j, j] - E[j, j-1]``), y the change of the earlier stages' scores over
+    the same span (``mean_{i<j} E[i, j] - E[i, j-1]``; below 0 is forgetting). Top right is
+    learning without forgetting. Colour and marker name the sequence; axes are shared.
+
+    Args:
+        per_run: :attr:`esbench.analysis.retention_report.RetentionData.per_run`.
+        stem: Output path without suffix.
+
+    Returns:
+        [png path, pdf path].
+    """
+    keys = ["algo", "sequence", "seed", "stage_index"]
+    rows = per_run[per_run["metric"].isin(["new_stage_gain", "old_stage_change"])]
+    wide = rows.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
+    algos = sorted(wide["algo"].unique(), key=lambda a: (family_of(str(a)) == "rl", str(a)))
+    seqs = sorted(wide["sequence"].unique())
+    markers = ["o", "s", "^", "D", "v", "P"]
+    fig, axes = new_figure(max(len(algos), 1))
+    values = wide[["new_stage_gain", "old_stage_change"]].to_numpy(float) if len(wide) else np.zeros((1, 2))
+    lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+    pad = 0.1 * max(hi - lo, 0.1)
+    with _style():
+        for ax, algo in zip(axes, algos, strict=False):
+            mine = wide[wide["algo"] == algo]
+            for s, seq in enumerate(seqs):
+                pts = mine[mine["sequence"] == seq]
+                if len(pts):
+                    ax.scatter(
+                        pts["new_stage_gain"],
+                        pts["old_stage_change"],
+                        color=OKABE_ITO[s % len(OKABE_ITO)],
+                        marker=markers[s % len(markers)],
+                        label=f"{seq} ({len(pts)})",
+                        alpha=0.8,
+                    )
+            ax.axhline(0.0, color="#000000", linewidth=0.6)
+            ax.axvline(0.0, color="#000000", linewidth=0.6)
+            ax.set_xlim(lo - pad, hi + pad)
+            ax.set_ylim(lo - pad, hi + pad)
+            ax.set_title(f"{algo_label(str(algo))} ({'RL' if family_of(str(algo)) == 'rl' else 'ES'})")
+            ax.set_xlabel("New-stage gain (normalized score)")
+            ax.set_ylabel("Old-stage change (< 0: forgetting)")
+            ax.legend(loc="best", frameon=False)
     return savefig(fig, stem)

@@ -23,16 +23,24 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.env_versions import env_versions_line
-from esbench.analysis.es_family import family_table, write_family_table
+from esbench.analysis.es_family import difference_ci, family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
-from esbench.analysis.load import Results, is_es, load_results, stopped_runs
+from esbench.analysis.load import Results, _read_json, is_es, load_results, stopped_runs
 from esbench.analysis.projection import (
     CALIBRATION_FILE,
     Calibration,
     local_table,
     plot_projection,
     projection_markdown,
+)
+from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
+from esbench.analysis.retention_report import (
+    RetentionData,
+    analyse_retention,
+    budget_table,
+    scan_sequence_runs,
+    wandb_summary,
 )
 from esbench.analysis.scaling import scaling_table, write_scaling
 from esbench.analysis.stats import check_seeds, mean_ci, partial_keys
@@ -55,9 +63,11 @@ from esbench.analysis.table2 import (
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.time_to_score import time_to_common_score, write_time_to_score
 from esbench.analysis.verdicts import Verdict, combine
+from esbench.tracking.schema import ENV_FILE
+from esbench.utils.io import atomic_write_json, atomic_write_text
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
-TARGETS: tuple[str, ...] = ("table1", "table2", "frameskip", "scaling", "curves", "es_family")
+TARGETS: tuple[str, ...] = ("table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention")
 
 #: Hard MuJoCo tasks of the paper's "< 10x TRPO's timesteps" claim.
 HARD_MUJOCO: tuple[str, ...] = ("Hopper-v5", "Walker2d-v5")
@@ -66,6 +76,8 @@ HARD_MUJOCO: tuple[str, ...] = ("Hopper-v5", "Walker2d-v5")
 NEAR_LINEAR = 0.8
 
 REPORT_FILE = "REPORT.md"
+#: Flat W&B summary of a report (``esbench.analysis.wandb_report`` logs it as the run's summary).
+WANDB_SUMMARY_FILE = "wandb_summary.json"
 
 
 class UnknownTargetError(ValueError):
@@ -466,6 +478,236 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
     return sec
 
 
+#: The claim of the LLM-era ES forgetting paper the retention section checks.
+RETENTION_CLAIM = (
+    "ES forgets earlier stages more than gradient RL does (Abdi, Gupta et al. 2026, arXiv:2601.20861)"
+)
+
+
+def _retention_claims(data: RetentionData, rng: np.random.Generator) -> list[str]:
+    """One claim row per sequence: the ES family's average forgetting against RL's, per-seed values
+    of every algorithm of a family pooled, decided by the bootstrap CI of the difference of means
+    (:func:`esbench.analysis.es_family.difference_ci`)."""
+    rows = []
+    avg = data.per_run[data.per_run["metric"] == "average_forgetting"]
+    for seq, g in avg.groupby("sequence", sort=True):
+        es = g[[is_es(str(a)) for a in g["algo"]]]["value"].to_numpy(float)
+        rl = g[[not is_es(str(a)) for a in g["algo"]]]["value"].to_numpy(float)
+        if not len(es) or not len(rl):
+            continue
+        diff, low, high = difference_ci(es, rl, rng)
+        ok = None if not np.isfinite(low) else (True if low > 0 else False if high < 0 else None)
+        interval = (
+            f" [{fmt_num(low, 3)}, {fmt_num(high, 3)}]" if np.isfinite(low) else " (no CI: < 2 runs a side)"
+        )
+        ours = (
+            f"average forgetting ES {fmt_num(es.mean(), 3)} ({len(es)} run(s)) vs RL {fmt_num(rl.mean(), 3)} "
+            f"({len(rl)} run(s)); difference {fmt_num(diff, 3)}{interval}"
+        )
+        paper = "ES forgets more than GRPO at matched new-task gains (LLM fine-tuning)"
+        verdict = _verdict(ok) + " (decided by the difference's 95% CI: above 0 supports, below 0 refutes)"
+        rows.append(f"| {seq}: {RETENTION_CLAIM} | {paper} | {ours} | {verdict} |")
+    return rows
+
+
+def _seeds_markdown(data: RetentionData) -> str:
+    """Which seeds each (algorithm, sequence) used and which are missing, as a table and lines."""
+    lines = [
+        "| Algorithm | Sequence | Seeds used | Seeds missing | Incomplete runs | Reference runs missing |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in data.seeds.itertuples():
+        n = len([s for s in str(r.used).split(", ") if s])
+        lines.append(
+            f"| {algo_label(str(r.algo))} | {r.sequence} | {n} ({r.used or 'none'}) | {r.missing or '—'} | "
+            f"{r.incomplete_runs or '—'} | {r.references_missing or '—'} |"
+        )
+    out = "\n".join(lines) + "\n"
+    short = data.seeds[data.seeds["missing"] != ""]
+    for r in short.itertuples():
+        out += (
+            f"\n**{algo_label(str(r.algo))} / {r.sequence}: seeds missing: {r.missing}** (of {r.expected})."
+        )
+    return out + ("\n" if len(short) else "")
+
+
+def _normalization_table(data: RetentionData, root: Path) -> str:
+    norm = data.normalization
+    display = pd.DataFrame(
+        {
+            "Algorithm": [algo_label(str(a)) for a in norm["algo"]],
+            "Sequence": norm["sequence"].astype(str),
+            "Stage": [f"{i}: {n}" for i, n in zip(norm["stage_index"], norm["stage"], strict=True)],
+            "R random": [fmt_num(v, 4) for v in norm["r_random"]],
+            "R ref": [fmt_num(v, 4) for v in norm["r_ref"]],
+            "R ref from": [
+                (f"reference runs ({n} seed(s))" if src == "reference" else "self (no reference run)")
+                + (" *" if ref < rand else "")
+                for src, n, ref, rand in zip(
+                    norm["source"], norm["n_reference_seeds"], norm["r_ref"], norm["r_random"], strict=True
+                )
+            ],
+        }
+    )
+    notes = (
+        "p_i(t) = (R_i(t) - R_random) / (R_ref - R_random). R random: the sequence run's evaluation of the "
+        f"stage at timestep 0 (mean over the runs shown). R ref: mean of the last {LAST_K} evaluations of "
+        "the same algorithm's single-stage reference runs of the stage, averaged over their seeds; "
+        "self: no reference run, the sequence run's own end-of-stage score (forward transfer not computed)."
+    )
+    if (norm["r_ref"] < norm["r_random"]).any():
+        notes += (
+            " *: R ref below R random (the reference ended below the untrained policy): scores upside down."
+        )
+    paths = write_table(
+        norm,
+        display,
+        root / "tables" / "retention_normalization",
+        caption="Normalization of each stage's return",
+        label="tab:retention_normalization",
+        notes=notes,
+    )
+    return _table_md(paths, root)
+
+
+def _budget_markdown(runs: pd.DataFrame, root: Path) -> str:
+    """Timesteps (matched across algorithms) and wall-clock seconds of each kind of run."""
+    table = budget_table(runs)
+    display = pd.DataFrame(
+        {
+            "Algorithm": [algo_label(str(a)) for a in table["algo"]],
+            "Sequence": table["sequence"].astype(str),
+            "Run": ["sequence" if k < 0 else f"reference, stage {k}" for k in table["only_stage"]],
+            "Runs": table["n_runs"].astype(str),
+            "Timesteps": [fmt_num(v) for v in table["timesteps"]],
+            "Wall-clock (s)": [fmt_num(v) for v in table["wall_clock_s"]],
+        }
+    )
+    paths = write_table(
+        table,
+        display,
+        root / "tables" / "retention_budget",
+        caption="Budget per run: timesteps trained and wall-clock seconds (means over complete runs)",
+        label="tab:retention_budget",
+        notes="Budgets are matched across algorithms in timesteps; wall-clock is what each one spent.",
+    )
+    return _table_md(paths, root)
+
+
+def _section_retention(
+    data: RetentionData, runs: pd.DataFrame, root: Path, rng: np.random.Generator
+) -> Section:
+    """Forgetting, forward transfer and drift over task sequences, ES family against RL (issue #14)."""
+    sec = Section()
+    n_used = [len([s for s in str(u).split(", ") if s]) for u in data.seeds["used"]]
+    seeds_text = ", ".join(sorted({str(n) for n in n_used})) or "0"
+    sec.body.append(
+        "## Retention over task sequences\n\n"
+        "*Question answered: after training stage after stage, how much of each earlier stage does "
+        "an algorithm keep, how much does an earlier stage help a later one, and how far do its "
+        "parameters move?* Every stage is evaluated at every evaluation point of the sequence "
+        "(deterministic policy, fixed evaluation seeds). Scores are normalized per stage (0: the "
+        "untrained policy, 1: the algorithm's own single-stage reference run); the metrics follow "
+        "Continual World (Wołczyk et al. 2021) and, for drift and sparsity, Abdi, Gupta et al. (2026). "
+        f"Seeds per condition: {seeds_text}; intervals are percentile bootstrap 95% CIs over seeds "
+        "(2,000 resamples, one seeded Generator), absent with fewer than 2 seeds.\n"
+    )
+    sec.body.append("### Seeds\n\n" + _seeds_markdown(data))
+    sec.body.append("### Budgets and wall-clock\n\n" + _budget_markdown(runs, root))
+    if data.per_run.empty:
+        sec.body.append("No sequence run could be analysed: no metric is computed.\n")
+    else:
+        table = retention_table(data.per_run, rng, allow_partial=True)
+        sec.body.append(
+            "### Metrics\n\n"
+            + _table_md(write_retention_table(table, root / "tables"), root)
+            + "\nThe CSV holds every metric (per later stage, per layer, new-stage gain and old-stage "
+            "change) with `n_seeds`, `mean`, `low`, `high`.\n"
+        )
+        sec.body.append("### Normalization\n\n" + _normalization_table(data, root))
+        atomic_write_json(root / WANDB_SUMMARY_FILE, wandb_summary(table))
+        paths = figures.plot_retention_curves(
+            data.curves, data.boundaries, root / "figures" / "retention_curves", rng=rng
+        )
+        sec.body.append(
+            _figure_md(
+                paths,
+                root,
+                "Normalized score of each stage over the sequence (ES solid, RL dashed; mean over seeds, "
+                "95% bootstrap band); dotted: stage boundaries; shaded: the stage's own training",
+            )
+        )
+        if not data.drift.empty:
+            paths = figures.plot_retention_drift(data.drift, root / "figures" / "retention_drift", rng=rng)
+            sec.body.append(
+                _figure_md(
+                    paths,
+                    root,
+                    "Parameter drift from the sequence's starting parameters at each stage boundary (the "
+                    "snapshots): relative L2 and update sparsity; mean over seeds, 95% bootstrap bars",
+                )
+            )
+        else:
+            sec.body.append("No run has stage-boundary snapshots: drift is not drawn.\n")
+        gains = data.per_run[data.per_run["metric"] == "new_stage_gain"]
+        if not gains.empty:
+            paths = figures.plot_gain_retention(data.per_run, root / "figures" / "retention_gain")
+            sec.body.append(
+                _figure_md(
+                    paths,
+                    root,
+                    "New-stage gain against old-stage change over each later stage, one point per seed "
+                    "and stage, one panel per algorithm (below 0: forgetting)",
+                )
+            )
+        sec.claims += _retention_claims(data, rng)
+    if data.problems:
+        sec.body.append(
+            "### Notes on individual runs\n\nRuns left out of some numbers, and numbers to read with "
+            "care.\n\n" + "\n".join(f"- {p}" for p in data.problems) + "\n"
+        )
+    return sec
+
+
+def _retention_report(name: str, runs_dir: Path, out_dir: str | Path, seed: int) -> Path:
+    """The ``retention`` report: sequence runs and their single-stage references, read by
+    :mod:`esbench.analysis.retention_report`. Missing seeds are reported, never fatal."""
+    runs, superseded, unreadable = scan_sequence_runs(runs_dir)
+    if runs.empty or not runs["complete"].any():
+        raise FileNotFoundError(
+            f"no complete sequence runs (with summary.json and sequence stages) under {runs_dir}"
+        )
+    root = Path(out_dir) / name
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    data = analyse_retention(runs)
+    section = _section_retention(data, runs, root, rng)
+    info = {
+        str(r["run_id"]): _read_json(Path(r["path"]) / ENV_FILE) for _, r in runs[runs["complete"]].iterrows()
+    }
+    results = Results(runs_dir, runs, pd.DataFrame(), info, superseded, unreadable)
+    text = [f"# Retention report: {name}\n"]
+    text.append(
+        "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "
+        f"the runs under `{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+    )
+    text.append(provenance(results))
+    partial = data.seeds[(data.seeds["missing"] != "") | (data.seeds["references_missing"] != "")]
+    if len(partial):
+        flagged = "; ".join(f"{r.algo}/{r.sequence}" for r in partial.itertuples())
+        text.append(f"**Partial results** (seeds or reference runs missing): {flagged}.\n")
+    text.append("## Claims checked\n")
+    if section.claims:
+        text.append(
+            "| claim | paper | ours | verdict |\n|---|---|---|---|\n" + "\n".join(section.claims) + "\n"
+        )
+    else:
+        text.append("No claim could be checked (it needs ES and RL runs of one sequence).\n")
+    path = root / REPORT_FILE
+    atomic_write_text(path, "\n".join([*text, *section.body]))
+    return path
+
+
 _SECTIONS: dict[str, tuple[Sequence[str], Callable[[Results, Path, np.random.Generator, set], Section]]] = {
     "table1": (("algo", "env_id"), _section_table1),
     "table2": (("algo", "env_id"), _section_table2),
@@ -537,6 +779,8 @@ def build_report(
         results_dir: Root of the results store (named targets read ``results_dir/target``).
         out_dir: Reports go to ``out_dir/<target name>/``.
         allow_partial: Report missing runs / unequal seed counts (marked ``*``) instead of failing.
+            The ``retention`` target always reports them (which seeds, which runs) and never fails
+            on them: a sequence with some seeds missing still renders what it has.
         seed: Seed of the Generator every bootstrap draws from.
 
     Returns:
@@ -548,6 +792,8 @@ def build_report(
         IncompleteResultsError: Missing runs or unequal seed counts, and not allow_partial.
     """
     name, runs_dir, kind = resolve_target(target, results_dir)
+    if kind == "retention":
+        return _retention_report(name, runs_dir, out_dir, seed)
     results = load_results(runs_dir)
     by, make_section = _SECTIONS[kind]
     counts = check_seeds(results.runs, by, allow_partial=allow_partial)

@@ -31,7 +31,7 @@ timestep budget, starting from stage k-1's final parameters.
 * Parameter snapshots: an array ``(K + 1, n_params)`` of flat float32 vectors; row k is the vector
   at the start of stage k (= the end of stage k-1), row K the current (final) one. A
   :data:`~esbench.utils.layout.ParamLayout` (tuple of :class:`~esbench.utils.layout.Block`) splits
-  the vector into layers.
+  the vector into layers. In a run directory they are ``snapshots.npz`` (:func:`load_snapshots`).
 * Single-stage reference runs (``sequence.only_stage = k``: stage k trained from scratch on its
   own budget), one per stage, for the normalization and forward transfer.
 
@@ -105,7 +105,7 @@ from numpy.typing import ArrayLike
 from esbench.analysis.stats import IncompleteResultsError, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
-from esbench.utils.layout import ParamLayout, check_layout
+from esbench.utils.layout import Block, ParamLayout, check_layout
 
 #: Evaluations averaged for a value "at the end" (Continual World's results code: ``tail(5)``).
 LAST_K = 5
@@ -469,6 +469,62 @@ def forward_transfers(
 
 
 # --- parameter drift ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """A run's stage-boundary parameter snapshots (``snapshots.npz``, :mod:`esbench.tracking.schema`).
+
+    Attributes:
+        params: Shape (n_rows, n_params): row k the flat vector at the start of stage k; a complete
+            run has K + 1 rows, the last the final parameters.
+        boundaries: ``T_k`` of the stages ended when the file was written, shape (n_ended,).
+        stages: Stage names (empty when the file does not list them).
+        layout: The vector's layer blocks, or None when the file has none.
+    """
+
+    params: np.ndarray
+    boundaries: np.ndarray
+    stages: tuple[str, ...]
+    layout: ParamLayout | None
+
+
+def load_snapshots(path: str | Path) -> Snapshots:
+    """Read ``snapshots.npz`` (written by :func:`esbench.tracking.ruler.write_snapshots`) with
+    ``allow_pickle=False``: arrays only, no code runs.
+
+    Arrays read: ``params`` (required, 2-D), ``boundaries``, ``stages``, ``layout_starts`` and
+    ``layout_shapes`` (JSON list of shapes), each optional.
+
+    Raises:
+        ValueError: Not a readable npz, or no 2-D ``params`` array, or a layout that does not tile
+            the vector.
+    """
+    import json
+
+    try:
+        with np.load(Path(path), allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+    except Exception as e:  # a cut or foreign file: zip, pickle-refusal and OS errors alike
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"{Path(path).name} unreadable ({reason})") from None
+    params = arrays.get("params")
+    if params is None or params.ndim != 2:
+        raise ValueError(f"{Path(path).name} has no 2-D array 'params'")
+    layout: ParamLayout | None = None
+    if "layout_starts" in arrays and "layout_shapes" in arrays:
+        shapes = json.loads(str(arrays["layout_shapes"]))
+        starts = [int(v) for v in arrays["layout_starts"]]
+        layout = tuple(
+            Block(start, tuple(int(d) for d in shape)) for start, shape in zip(starts, shapes, strict=True)
+        )
+        check_layout(layout, params.shape[1])
+    return Snapshots(
+        params=params,
+        boundaries=np.asarray(arrays.get("boundaries", np.empty(0)), dtype=float),
+        stages=tuple(str(v) for v in arrays.get("stages", np.empty(0, dtype=str))),
+        layout=layout,
+    )
 
 
 def _delta(current: np.ndarray, snapshot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

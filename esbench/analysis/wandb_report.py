@@ -7,6 +7,7 @@ the network. A W&B failure is reported as a warning and never fails the report.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Mapping
@@ -28,7 +29,8 @@ def log_report_to_wandb(
     report_dir: str | Path, cfg: Mapping[str, Any] | None = None, mode: str | None = None
 ) -> bool:
     """Log ``report_dir``'s tables (``tables/*.csv`` as wandb.Table) and figures (``figures/*.png``
-    as wandb.Image) to a new run of job_type ``report``, when the mode is online.
+    as wandb.Image) to a new run of job_type ``report``, when the mode is online; a
+    ``wandb_summary.json`` there (flat name -> number) becomes the run's summary.
 
     Args:
         report_dir: A directory written by :func:`esbench.analysis.report.build_report`.
@@ -63,6 +65,9 @@ def log_report_to_wandb(
             for png in sorted((report_dir / "figures").glob("*.png")):
                 payload[f"figures/{png.stem}"] = wandb.Image(str(png))
             run.log(payload)
+            summary = report_dir / "wandb_summary.json"  # flat numbers a report section chose (retention)
+            if summary.is_file():
+                run.summary.update(json.loads(summary.read_text()))
         finally:
             run.finish()
     except Exception as err:  # never let tracking fail the report

@@ -1,0 +1,531 @@
+"""The retention report's data: sequence runs of a results store, per-run metrics, seeds, curves.
+
+Reads what a sequence run writes (the data model of :mod:`esbench.analysis.retention`) and turns a
+results directory (``results/runs/retention/``, the recipe ``experiments/retention.yaml``) into
+the tidy tables the ``retention`` report section draws and tabulates
+(:func:`esbench.analysis.report.build_report`):
+
+* the run table of :func:`scan_sequence_runs`: one row per run with its sequence, its stages and
+  ``only_stage`` (``-1`` for a sequence run, ``k`` for stage k's single-stage reference run);
+* :func:`analyse_retention`: per complete sequence run, :func:`~esbench.analysis.retention.run_retention`
+  (plus the new-stage gain and old-stage change of every later stage, for the scatter), the
+  normalized curves, the drift of the stage-boundary snapshots from the first one, the
+  normalization used, and which seeds are missing.
+
+Normalization (stated in every report): ``p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)``
+with R_i^random the sequence run's own evaluation of stage i at timestep 0 (the untrained policy)
+and R_i^ref the final return (mean of the last :data:`~esbench.analysis.retention.LAST_K`
+evaluations) of the **same algorithm's** single-stage reference runs of stage i, averaged over
+their seeds; forward transfer compares with the reference runs' mean curve (Continual World,
+Wołczyk et al. 2021, normalizes and compares each method against its own single-task runs). Where
+an algorithm has no complete reference run of stage i, R_i^ref falls back to the sequence run's
+own score at the end of stage i ("self"): forgetting is then a fraction of what the run itself
+had learned, forward transfer is not computed, and the report says so.
+
+Seeds: the seeds of a sequence are every seed any run of it uses (any algorithm, sequence or
+reference run, complete or not); a condition (algorithm, sequence) lacking a complete sequence run
+of one of them has that seed *missing*, reported by name, and the report renders what it has.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from esbench.analysis.load import (
+    UnreadableRunFile,
+    _config_row,
+    config_value,
+    iter_run_dirs,
+    read_config,
+    read_metrics,
+    read_summary,
+)
+from esbench.analysis.retention import (
+    LAST_K,
+    NONE,
+    SequenceCurves,
+    Snapshots,
+    load_snapshots,
+    normalized_scores,
+    param_drift,
+    reference_curve,
+    run_retention,
+    score_matrix,
+    sequence_curves,
+)
+from esbench.analysis.stats import interpolate_runs
+from esbench.tracking.schema import CONFIG_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
+
+#: Columns of :func:`scan_sequence_runs`.
+SEQUENCE_RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "experiment",
+    "algo",
+    "sequence",
+    "only_stage",  # -1: the sequence run; k: stage k's single-stage reference run
+    "stages",  # tuple of stage names in training order
+    "seed",
+    "scale",
+    "workers",
+    "cluster",
+    "complete",
+    "path",
+    "total_timesteps",  # summary.json: timesteps actually trained (NaN when not complete)
+    "wall_clock_s",  # summary.json: seconds of training
+)
+#: What makes two runs one replicate (the newest complete one is used, the others superseded).
+_REPLICATE = ("experiment", "algo", "sequence", "only_stage", "scale", "workers", "cluster", "seed")
+
+
+def _stage_names(cfg: dict[str, Any]) -> tuple[str, ...]:
+    stages = config_value(cfg, "sequence.stages", default=None) or []
+    return tuple(
+        str(s.get("name", f"stage{k}")) if isinstance(s, dict) else str(s) for k, s in enumerate(stages)
+    )
+
+
+def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The sequence runs under ``results_dir`` (runs without stages are left out).
+
+    A run is complete when its ``summary.json`` and ``metrics.csv`` are readable; a run with an
+    unreadable file is listed in the third table and never counted. Of several runs of one
+    replicate (same algorithm, sequence, ``only_stage``, scale, workers, cluster and seed) the
+    newest complete one is used and the others are superseded.
+
+    Returns:
+        (runs, superseded, unreadable): runs with :data:`SEQUENCE_RUN_COLUMNS` plus the
+        config columns of :func:`esbench.analysis.load.load_run_table` the provenance reads;
+        the superseded runs alike; the unreadable runs (``run_id``, ``path``, ``file``, ``reason``).
+    """
+    rows, bad = [], []
+    for run_dir in iter_run_dirs(results_dir):
+        try:
+            base = _config_row(run_dir)
+            cfg = read_config(run_dir / CONFIG_FILE)
+        except UnreadableRunFile as e:
+            bad.append(
+                {"run_id": run_dir.name, "path": str(run_dir), "file": e.path.name, "reason": e.reason}
+            )
+            continue
+        stages = _stage_names(cfg)
+        if not stages:
+            continue
+        only = config_value(cfg, "sequence.only_stage", default=None)
+        complete = (run_dir / SUMMARY_FILE).is_file()
+        summary: dict[str, Any] = {}
+        if complete:
+            try:
+                summary = read_summary(run_dir)
+                read_metrics(run_dir)
+            except UnreadableRunFile as e:
+                bad.append(
+                    {"run_id": base["run_id"], "path": str(run_dir), "file": e.path.name, "reason": e.reason}
+                )
+                complete = False
+        rows.append(
+            {
+                **base,
+                "sequence": str(config_value(cfg, "sequence.name", default="") or ""),
+                "only_stage": int(only) if only is not None else NONE,
+                "stages": stages,
+                "complete": complete,
+                "path": str(run_dir),
+                "total_timesteps": float(summary.get("total_timesteps", math.nan)) if complete else math.nan,
+                "wall_clock_s": float(summary.get("wall_clock_s", math.nan)) if complete else math.nan,
+            }
+        )
+    columns = list(dict.fromkeys([*SEQUENCE_RUN_COLUMNS, *(rows[0] if rows else {})]))
+    runs = pd.DataFrame(rows, columns=columns)
+    unreadable = pd.DataFrame(bad, columns=["run_id", "path", "file", "reason"])
+    if runs.empty:
+        return runs, runs.copy(), unreadable
+    runs = runs.sort_values(["algo", "sequence", "only_stage", "seed", "run_id"], kind="stable")
+    runs = runs.reset_index(drop=True)
+    used = pd.Series(True, index=runs.index)
+    for _, group in runs.groupby(list(_REPLICATE), dropna=False, sort=False):
+        done = group[group["complete"]]
+        if len(group) > 1 and len(done):
+            newest = max(done.index, key=lambda i: (Path(done.at[i, "path"]) / SUMMARY_FILE).stat().st_mtime)
+            used[group.index.difference([newest])] = False
+    return runs[used].reset_index(drop=True), runs[~used].reset_index(drop=True), unreadable
+
+
+def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None, str]:
+    """The stage-boundary snapshots of a complete run (:data:`~esbench.tracking.schema.SNAPSHOTS_FILE`,
+    :func:`~esbench.analysis.retention.load_snapshots`), with K + 1 rows.
+
+    Returns:
+        (snapshots, "") or (None, why not): no file, unreadable, or not K + 1 rows.
+    """
+    path = Path(run_dir) / SNAPSHOTS_FILE
+    if not path.is_file():
+        return None, f"no {SNAPSHOTS_FILE}"
+    try:
+        snaps = load_snapshots(path)
+    except ValueError as e:
+        return None, str(e)
+    if snaps.params.shape[0] != n_stages + 1:
+        return None, f"{SNAPSHOTS_FILE} holds {snaps.params.shape[0]} rows, expected {n_stages + 1} (K + 1)"
+    return snaps, ""
+
+
+@dataclass
+class RetentionData:
+    """What the retention section draws and tabulates.
+
+    Attributes:
+        per_run: :func:`~esbench.analysis.retention.run_retention` rows of every analysed sequence
+            run, with ``algo``, ``sequence``, ``seed`` (plus ``new_stage_gain`` and
+            ``old_stage_change`` rows per later stage j, ``stage_index`` = j).
+        curves: Normalized curves, one row per (run, evaluated stage, point): ``algo``,
+            ``sequence``, ``seed``, ``run_id``, ``stage_index``, ``stage``, ``timesteps``,
+            ``train_stage``, ``p``.
+        boundaries: One row per (run, stage): ``algo``, ``sequence``, ``seed``, ``stage_index``,
+            ``stage``, ``end_timesteps`` (T_k).
+        drift: One row per (run, boundary k = 1..K): ``algo``, ``sequence``, ``seed``,
+            ``boundary`` (k), ``timesteps`` (T_{k-1}), ``l2``, ``rel``, ``sparsity@<τ>`` of
+            the snapshot at that boundary from the first snapshot (the parameters the sequence
+            started from).
+        normalization: One row per (algo, sequence, stage): ``r_random`` (mean over the analysed
+            runs), ``r_ref``, ``source`` (``reference`` or ``self``), ``n_reference_seeds``.
+        seeds: One row per (algo, sequence): ``expected`` / ``used`` / ``missing`` seed lists
+            (comma-separated), ``incomplete_runs`` and ``references_missing`` (text).
+        problems: One line per run left out of some numbers (and why), or whose numbers need a
+            caveat (too few evaluation points per stage, an upside-down normalization).
+        stages: Stage names per sequence.
+    """
+
+    per_run: pd.DataFrame
+    curves: pd.DataFrame
+    boundaries: pd.DataFrame
+    drift: pd.DataFrame
+    normalization: pd.DataFrame
+    seeds: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+    stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _seed_list(values: Sequence[Any]) -> str:
+    return ", ".join(str(int(v)) for v in sorted({int(v) for v in values if not pd.isna(v)}))
+
+
+def mean_reference(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over seeds of reference curves, on their common grid.
+
+    ES evaluates at the first generation past each interval, so seeds' evaluation timesteps
+    differ: each curve is interpolated linearly onto the union of the seeds' timesteps inside the
+    range every seed covers (:func:`esbench.analysis.stats.interpolate_runs`), then averaged.
+
+    Args:
+        curves: One (timesteps, returns) per reference seed, timesteps sorted.
+
+    Returns:
+        (timesteps, mean returns), shape (n_grid,) each.
+    """
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {"seed": n, "run_id": str(n), "timesteps": np.asarray(t, float), "r": np.asarray(r, float)}
+            )
+            for n, (t, r) in enumerate(curves)
+        ],
+        ignore_index=True,
+    )
+    grid, values, _ = interpolate_runs(frame, x="timesteps", y="r")
+    return grid, values.mean(axis=0) if len(values) else np.empty(0)
+
+
+def _gain_rows(e: np.ndarray, stages: tuple[str, ...]) -> list[tuple[int, str, int, int, str, float]]:
+    """New-stage gain ``E[j, j] - E[j, j-1]`` and old-stage change ``mean_{i<j} (E[i, j] - E[i, j-1])``
+    per later stage j (the scatter's axes; both in normalized score)."""
+    rows = []
+    for j in range(1, len(stages)):
+        gain = e[j, j] - e[j, j - 1]
+        change = float(np.mean(e[:j, j] - e[:j, j - 1]))
+        for metric, value in (("new_stage_gain", gain), ("old_stage_change", change)):
+            if np.isfinite(value):
+                rows.append((j, stages[j], NONE, NONE, metric, float(value)))
+    return rows
+
+
+def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float = 1e-9) -> RetentionData:
+    """Every retention number of a results store's sequence runs (see the module docstring).
+
+    Args:
+        runs: The run table of :func:`scan_sequence_runs`.
+        last_k: Evaluations averaged "at the end".
+        scale_tol: A stage whose ``|R^ref - R^random|`` is at most this has no scale to normalize
+            by; its run is left out (listed in ``problems``).
+
+    Returns:
+        The :class:`RetentionData`.
+    """
+    per_run: list[pd.DataFrame] = []
+    curve_rows: list[pd.DataFrame] = []
+    bound_rows: list[dict[str, Any]] = []
+    drift_rows: list[dict[str, Any]] = []
+    norm_rows: list[dict[str, Any]] = []
+    seed_rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    stages_of: dict[str, tuple[str, ...]] = {}
+    for sequence, seq_runs in runs.groupby("sequence", sort=True):
+        expected = sorted({int(s) for s in seq_runs["seed"] if not pd.isna(s)})
+        main = seq_runs[seq_runs["only_stage"] == NONE]
+        stages = tuple(main["stages"].iloc[0]) if len(main) else tuple(seq_runs["stages"].iloc[0])
+        stages_of[str(sequence)] = stages
+        for algo, group in seq_runs.groupby("algo", sort=True):
+            seq = group[group["only_stage"] == NONE]
+            done = seq[seq["complete"]]
+            used_seeds = {int(s) for s in done["seed"]}
+            missing = [s for s in expected if s not in used_seeds]
+            incomplete = [str(r) for r in seq.loc[~seq["complete"], "run_id"]]
+            # References: per stage, the complete single-stage runs of this algorithm.
+            refs: list[tuple[np.ndarray, np.ndarray] | None] = []
+            r_ref_of: list[float] = []
+            ref_missing: list[str] = []
+            n_ref: list[int] = []
+            for k, name in enumerate(stages):
+                rr = group[(group["only_stage"] == k) & group["complete"]]
+                ref_curves = []
+                for _, run in rr.sort_values("seed").iterrows():
+                    t, r = reference_curve(read_metrics(run["path"]), name)
+                    if len(r):
+                        ref_curves.append((t, r))
+                n_ref.append(len(ref_curves))
+                have = {int(s) for s in rr["seed"]}
+                lacking = [s for s in expected if s not in have]
+                if lacking:
+                    ref_missing.append(f"stage {k} ({name}): seed(s) {_seed_list(lacking)}")
+                if ref_curves:
+                    refs.append(mean_reference(ref_curves))
+                    r_ref_of.append(float(np.mean([np.mean(r[-last_k:]) for _, r in ref_curves])))
+                else:
+                    refs.append(None)
+                    r_ref_of.append(math.nan)
+            seed_rows.append(
+                {
+                    "algo": str(algo),
+                    "sequence": str(sequence),
+                    "expected": _seed_list(expected),
+                    "used": "",
+                    "missing": _seed_list(missing),
+                    "incomplete_runs": ", ".join(incomplete),
+                    "references_missing": "; ".join(ref_missing),
+                }
+            )
+            randoms: list[np.ndarray] = []
+            refs_used: list[np.ndarray] = []
+            analysed: list[int] = []
+            for _, run in done.sort_values("seed").iterrows():
+                seed = int(run["seed"])
+                where = f"{algo}/{sequence} seed {seed} ({run['run_id']})"
+                try:
+                    curves = sequence_curves(read_metrics(run["path"]), stages)
+                except ValueError as e:
+                    problems.append(f"{where}: {e}")
+                    continue
+                if not len(curves.timesteps) or curves.timesteps[0] != 0:
+                    problems.append(f"{where}: no evaluation at timestep 0 (the untrained policy)")
+                    continue
+                r_random = curves.returns[:, 0].astype(float)
+                own = score_matrix(curves.returns, curves.train_stage, last_k).diagonal()
+                r_ref = np.where(np.isfinite(r_ref_of), r_ref_of, own)
+                flat = np.flatnonzero(~(np.abs(r_ref - r_random) > scale_tol))
+                if len(flat):
+                    k = int(flat[0])
+                    problems.append(
+                        f"{where}: stage {k} ({stages[k]}) has no scale to normalize by "
+                        f"(R_ref {r_ref[k]:.6g} = R_random {r_random[k]:.6g})"
+                    )
+                    continue
+                for k in map(int, np.flatnonzero(r_ref < r_random)):
+                    problems.append(
+                        f"{where}: stage {k} ({stages[k]}): R_ref {r_ref[k]:.6g} is below R_random "
+                        f"{r_random[k]:.6g} (the untrained policy did better than the reference's end): "
+                        "its normalized scores run upside down; kept, read them with care"
+                    )
+                counts = np.bincount(curves.train_stage, minlength=len(stages))
+                short = [f"{k} ({stages[k]}): {int(n)}" for k, n in enumerate(counts) if n < last_k]
+                if short:
+                    problems.append(
+                        f"{where}: fewer than the {last_k} evaluation points averaged at a stage's end "
+                        f"(stage: points) {', '.join(short)}; its end values also average points of "
+                        "earlier stages (evaluate more often: eval.interval_timesteps)"
+                    )
+                snaps, why = read_snapshots(run["path"], len(stages))
+                if snaps is None:
+                    problems.append(f"{where}: no drift ({why})")
+                references = refs if any(r is not None for r in refs) else None
+                table = run_retention(
+                    curves,
+                    r_random,
+                    r_ref,
+                    references=references,
+                    snapshots=snaps.params if snaps is not None else None,
+                    layout=snaps.layout if snaps is not None else None,
+                    last_k=last_k,
+                )
+                p = normalized_scores(curves.returns, r_random, r_ref)
+                e_matrix = score_matrix(p, curves.train_stage, last_k)
+                extra = pd.DataFrame(_gain_rows(e_matrix, stages), columns=list(table.columns))
+                table = pd.concat([table, extra], ignore_index=True) if len(extra) else table
+                per_run.append(table.assign(algo=str(algo), sequence=str(sequence), seed=seed))
+                curve_rows.append(_curve_frame(curves, p, str(algo), str(sequence), seed, str(run["run_id"])))
+                for k, name in enumerate(stages):
+                    bound_rows.append(
+                        {
+                            "algo": str(algo),
+                            "sequence": str(sequence),
+                            "seed": seed,
+                            "stage_index": k,
+                            "stage": name,
+                            "end_timesteps": float(curves.boundaries[k]),
+                        }
+                    )
+                if snaps is not None:
+                    starts = np.concatenate([[0.0], curves.boundaries])
+                    for k in range(1, len(stages) + 1):
+                        drift_rows.append(
+                            {
+                                "algo": str(algo),
+                                "sequence": str(sequence),
+                                "seed": seed,
+                                "boundary": k,
+                                "timesteps": float(starts[k]),
+                                **param_drift(snaps.params[k], snaps.params[0]),
+                            }
+                        )
+                randoms.append(r_random)
+                refs_used.append(r_ref)
+                analysed.append(seed)
+            seed_rows[-1]["used"] = _seed_list(analysed)
+            for k, name in enumerate(stages):
+                norm_rows.append(
+                    {
+                        "algo": str(algo),
+                        "sequence": str(sequence),
+                        "stage_index": k,
+                        "stage": name,
+                        "r_random": float(np.mean([r[k] for r in randoms])) if randoms else math.nan,
+                        "r_ref": float(np.mean([r[k] for r in refs_used])) if refs_used else math.nan,
+                        "source": "reference" if np.isfinite(r_ref_of[k]) else "self",
+                        "n_reference_seeds": n_ref[k],
+                    }
+                )
+    columns = ["algo", "sequence", "seed", "stage_index", "stage", "during", "layer", "metric", "value"]
+    return RetentionData(
+        per_run=pd.concat(per_run, ignore_index=True)[columns] if per_run else pd.DataFrame(columns=columns),
+        curves=pd.concat(curve_rows, ignore_index=True)
+        if curve_rows
+        else pd.DataFrame(columns=_CURVE_COLUMNS),
+        boundaries=pd.DataFrame(
+            bound_rows, columns=["algo", "sequence", "seed", "stage_index", "stage", "end_timesteps"]
+        ),
+        drift=pd.DataFrame(drift_rows),
+        normalization=pd.DataFrame(norm_rows),
+        seeds=pd.DataFrame(
+            seed_rows,
+            columns=[
+                "algo",
+                "sequence",
+                "expected",
+                "used",
+                "missing",
+                "incomplete_runs",
+                "references_missing",
+            ],
+        ),
+        problems=problems,
+        stages=stages_of,
+    )
+
+
+_CURVE_COLUMNS = [
+    "algo",
+    "sequence",
+    "seed",
+    "run_id",
+    "stage_index",
+    "stage",
+    "timesteps",
+    "train_stage",
+    "p",
+]
+
+
+def _curve_frame(
+    curves: SequenceCurves, p: np.ndarray, algo: str, sequence: str, seed: int, run_id: str
+) -> pd.DataFrame:
+    n = len(curves.timesteps)
+    parts = []
+    for i, name in enumerate(curves.stages):
+        parts.append(
+            pd.DataFrame(
+                {
+                    "algo": algo,
+                    "sequence": sequence,
+                    "seed": seed,
+                    "run_id": run_id,
+                    "stage_index": i,
+                    "stage": name,
+                    "timesteps": curves.timesteps,
+                    "train_stage": curves.train_stage,
+                    "p": p[i, :n],
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)[_CURVE_COLUMNS]
+
+
+def budget_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Timesteps and wall-clock of the complete runs per (algo, sequence, kind): budgets are matched
+    in timesteps across algorithms; seconds show what that costs each of them.
+
+    Returns:
+        One row per (algo, sequence, only_stage): ``n_runs``, ``timesteps`` and ``wall_clock_s``
+        (means over the runs).
+    """
+    done = runs[runs["complete"]]
+    rows = []
+    for (algo, seq, only), g in done.groupby(["algo", "sequence", "only_stage"], sort=True):
+        rows.append(
+            {
+                "algo": str(algo),
+                "sequence": str(seq),
+                "only_stage": int(only),
+                "n_runs": len(g),
+                "timesteps": float(g["total_timesteps"].astype(float).mean()),
+                "wall_clock_s": float(g["wall_clock_s"].astype(float).mean()),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["algo", "sequence", "only_stage", "n_runs", "timesteps", "wall_clock_s"]
+    )
+
+
+def wandb_summary(table: pd.DataFrame) -> dict[str, float]:
+    """The headline numbers of :func:`~esbench.analysis.retention.retention_table` as a flat W&B
+    summary, one namespace per stage: ``retention/<sequence>/<algo>/<stage>/<metric>`` (mean over
+    seeds; ``.../low`` and ``.../high`` beside it where the CI exists), ``<stage>`` being
+    ``<index>_<name>`` or ``all`` for the sequence averages. Per-span and per-layer rows are left to
+    the CSV.
+    """
+    out: dict[str, float] = {}
+    flat = table[(table["during"] == NONE) & (table["layer"] == NONE)]
+    for r in flat.itertuples():
+        stage = "all" if r.stage_index == NONE else f"{r.stage_index}_{r.stage}"
+        key = f"retention/{r.sequence}/{r.algo}/{stage}/{r.metric}"
+        if not np.isfinite(r.mean):
+            continue
+        out[key] = float(r.mean)
+        if np.isfinite(r.low):
+            out[f"{key}/low"] = float(r.low)
+            out[f"{key}/high"] = float(r.high)
+    return dict(sorted(out.items()))

@@ -1,0 +1,345 @@
+"""The retention report (``esbench report retention``) on synthetic sequence stores with
+hand-computed answers, with seeds and reference runs missing, and bad sequence input at the CLI.
+
+The store (:func:`_store`): a two-stage sequence ``pair`` (forward, backward; 100 timesteps each,
+5 evaluations per stage after the one at timestep 0). Every algorithm's single-stage reference
+runs reach 10 on their stage from 0, so R_random = 0 and R_ref = 10 and p = return / 10. In the
+sequence run, forward reaches 10 during stage 0 and falls to ``x`` during stage 1; backward is 0
+during stage 0 except 5 at its last point, then 10. Hence, per seed (LAST_K = 5):
+
+* forgetting of forward = transient drop = 1 - x/10; backward's forgetting 0;
+* average performance (x/10 + 1) / 2, average forgetting (1 - x/10) / 2;
+* forward transfer of backward: AUC over [100, 200] = ((0.5 + 1) / 2 * 20 + 4 * 20) / 100 = 0.95
+  against the reference's 0.9: (0.95 - 0.9) / (1 - 0.9) = 0.5; of forward 0 (same curve);
+* new-stage gain of backward: 1 - mean(0, 0, 0, 0, 0.5) = 0.9; old-stage change x/10 - 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from esbench.analysis.cli import main
+from esbench.analysis.report import build_report
+from esbench.analysis.retention_report import (
+    analyse_retention,
+    mean_reference,
+    read_snapshots,
+    scan_sequence_runs,
+)
+from esbench.analysis.wandb_report import log_report_to_wandb
+from esbench.recipes import all_jobs, get_recipe, sequence_shape
+from esbench.utils.layout import Block
+from tests.conftest import esbench
+from tests.synthetic_store import write_sequence_run
+
+STAGES = ("forward", "backward")
+#: Forward's return during stage 1, per (algo, seed): ES forgets more than RL.
+X = {("openai_es", 0): 4.0, ("openai_es", 1): 6.0, ("trpo", 0): 9.0, ("trpo", 1): 9.0}
+SNAPS = np.array([[1, 1, 1, 1], [1, 1, 1, 3], [1, 1, 4, 3]], dtype=float)
+LAYOUT = (Block(0, (2,)), Block(2, (2,)))  # two "layers" of two parameters
+
+
+def _sequence_points(x: float) -> list[tuple[float, str, dict[str, float]]]:
+    pts: list[tuple[float, str, dict[str, float]]] = [(0.0, "forward", {"forward": 0.0, "backward": 0.0})]
+    pts += [(20.0 * k, "forward", {"forward": 10.0, "backward": 5.0 if k == 5 else 0.0}) for k in range(1, 6)]
+    pts += [(100.0 + 20.0 * k, "backward", {"forward": x, "backward": 10.0}) for k in range(1, 6)]
+    return pts
+
+
+def _reference_points(stage: str) -> list[tuple[float, str, dict[str, float]]]:
+    return [(20.0 * k, stage, {stage: 0.0 if k == 0 else 10.0}) for k in range(6)]
+
+
+def _store(root: Path, x: dict[tuple[str, int], float] = X, references: bool = True) -> Path:
+    for (algo, seed), value in x.items():
+        write_sequence_run(
+            root,
+            "retention",
+            algo,
+            "pair",
+            seed,
+            STAGES,
+            _sequence_points(value),
+            snapshots=SNAPS,
+            layout=LAYOUT,
+        )
+        if references:
+            for k, stage in enumerate(STAGES):
+                write_sequence_run(
+                    root, "retention", algo, "pair", seed, STAGES, _reference_points(stage), only_stage=k
+                )
+    return root
+
+
+def _metric(table: pd.DataFrame, algo: str, metric: str, stage: int = -1) -> pd.Series:
+    rows = table[
+        (table["algo"] == algo)
+        & (table["metric"] == metric)
+        & (table["stage_index"] == stage)
+        & (table["layer"] == -1)
+    ]
+    assert len(rows) == 1, (algo, metric, stage, rows)
+    return rows.iloc[0]
+
+
+def test_per_run_metrics_match_the_hand_computed_answers(tmp_path: Path) -> None:
+    runs, superseded, unreadable = scan_sequence_runs(_store(tmp_path / "runs") / "retention")
+    assert len(runs) == 12 and superseded.empty and unreadable.empty  # 4 sequence + 8 reference runs
+    data = analyse_retention(runs)
+    assert data.problems == []
+    es0 = data.per_run[(data.per_run["algo"] == "openai_es") & (data.per_run["seed"] == 0)]
+    flat = es0[(es0["layer"] == -1) & (es0["during"] == -1)]
+    value = {(r.metric, r.stage_index): r.value for r in flat.itertuples()}
+    assert value[("forgetting", 0)] == pytest.approx(0.6)
+    assert value[("forgetting", 1)] == pytest.approx(0.0)
+    assert value[("max_transient_drop", 0)] == pytest.approx(0.6)
+    assert value[("average_performance", -1)] == pytest.approx(0.7)
+    assert value[("average_forgetting", -1)] == pytest.approx(0.3)
+    assert value[("forward_transfer", 0)] == pytest.approx(0.0)
+    assert value[("forward_transfer", 1)] == pytest.approx(0.5)
+    assert value[("new_stage_gain", 1)] == pytest.approx(0.9)
+    assert value[("old_stage_change", 1)] == pytest.approx(-0.6)
+    assert value[("update_l2", 0)] == pytest.approx(2.0)  # [1,1,1,1] -> [1,1,1,3]
+    assert value[("drift_l2", 0)] == pytest.approx(3.0)  # [1,1,1,3] -> [1,1,4,3]
+    assert value[("drift_l2", 1)] == pytest.approx(0.0)
+    assert value[("update_sparsity@1e-06", 0)] == pytest.approx(0.75)
+    layers = es0[(es0["metric"] == "drift_l2") & (es0["stage_index"] == 0) & (es0["layer"] >= 0)]
+    assert dict(zip(layers["layer"], layers["value"], strict=True)) == pytest.approx({0: 0.0, 1: 3.0})
+    norm = data.normalization
+    assert set(norm["source"]) == {"reference"} and set(norm["n_reference_seeds"]) == {2}
+    assert np.allclose(norm["r_random"], 0.0) and np.allclose(norm["r_ref"], 10.0)
+    # Drift against timesteps: from the first snapshot, at the stage boundaries T_0 = 100, T_1 = 200.
+    d = data.drift[(data.drift["algo"] == "openai_es") & (data.drift["seed"] == 0)].sort_values("boundary")
+    assert list(d["timesteps"]) == [100.0, 200.0]
+    assert list(d["l2"]) == pytest.approx([2.0, np.sqrt(13.0)])
+    assert list(d["rel"]) == pytest.approx([1.0, np.sqrt(13.0) / 2.0])
+    assert data.seeds["missing"].tolist() == ["", ""]
+
+
+def test_reference_curves_of_seeds_with_different_evaluation_timesteps_are_interpolated() -> None:
+    # ES evaluates at the first generation past each interval: the seeds' timesteps differ.
+    t, r = mean_reference([(np.array([0.0, 10.0, 20.0]), np.array([0.0, 10.0, 20.0])),
+                           (np.array([0.0, 12.0, 24.0]), np.array([0.0, 0.0, 0.0]))])  # fmt: skip
+    assert list(t) == [0.0, 10.0, 12.0, 20.0]  # within the range both cover
+    assert list(r) == pytest.approx([0.0, 5.0, 6.0, 10.0])
+
+
+def test_report_tables_figures_and_claim(tmp_path: Path) -> None:
+    runs = _store(tmp_path / "runs")
+    rc = main(["retention", f"results_dir={runs}", f"out_dir={tmp_path / 'paper'}"])
+    assert rc == 0
+    out = tmp_path / "paper" / "retention"
+    for stem in ("retention", "retention_normalization"):
+        for suffix in ("md", "tex", "csv"):
+            assert (out / "tables" / f"{stem}.{suffix}").stat().st_size > 0
+    for stem in ("retention_curves", "retention_drift", "retention_gain"):
+        for suffix in ("png", "pdf"):
+            assert (out / "figures" / f"{stem}.{suffix}").stat().st_size > 0, stem
+    table = pd.read_csv(out / "tables" / "retention.csv")
+    es = _metric(table, "openai_es", "forgetting", 0)
+    assert es["n_seeds"] == 2 and es["mean"] == pytest.approx(0.5)
+    assert es["low"] == pytest.approx(0.4) and es["high"] == pytest.approx(0.6)  # bootstrap of {0.4, 0.6}
+    rl = _metric(table, "trpo", "forgetting", 0)
+    assert rl["mean"] == pytest.approx(0.1) and rl["low"] == pytest.approx(0.1)  # equal seeds: the point
+    assert _metric(table, "openai_es", "average_performance")["mean"] == pytest.approx(0.75)
+    assert _metric(table, "trpo", "forward_transfer", 1)["mean"] == pytest.approx(0.5)
+    md = (out / "tables" / "retention.md").read_text()
+    assert "ES (OpenAI)" in md and "0.5 [0.4, 0.6]" in md
+    report = (out / "REPORT.md").read_text()
+    assert "Seeds per condition: 2" in report and "percentile bootstrap 95% CIs" in report
+    assert "figures/retention_curves.png" in report and "figures/retention_gain.png" in report
+    # ES forgets 0.25 on average (0.3, 0.2), TRPO 0.05: the difference's CI excludes 0.
+    claim = next(line for line in report.splitlines() if "ES forgets earlier stages more" in line)
+    assert "difference 0.2 " in claim and "| supported" in claim
+    assert "seeds missing" not in report and "Partial results" not in report
+    assert "Scale: smoke" in report and "testhost" in report
+    budget = (out / "tables" / "retention_budget.md").read_text()
+    assert "| ES (OpenAI) | pair | reference, stage 1 | 2 | 100 |" in budget
+    # The W&B summary: one namespace per stage, CI beside the mean.
+    summary = json.loads((out / "wandb_summary.json").read_text())
+    assert summary["retention/pair/openai_es/0_forward/forgetting"] == pytest.approx(0.5)
+    assert summary["retention/pair/openai_es/0_forward/forgetting/low"] == pytest.approx(0.4)
+    assert summary["retention/pair/trpo/all/average_forgetting"] == pytest.approx(0.05)
+
+
+def test_online_wandb_gets_the_summary_with_per_stage_namespaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """W&B online cannot run here (no network): a stand-in module records what the report sends."""
+    report_dir = build_report("retention", _store(tmp_path / "runs"), tmp_path / "paper").parent
+    sent: dict = {}
+    fake = types.ModuleType("wandb")
+
+    class Run:
+        summary: dict = sent
+
+        def log(self, payload: dict) -> None:
+            pass
+
+        def finish(self) -> None:
+            pass
+
+    fake.init = lambda **kw: Run()  # type: ignore[attr-defined]
+    fake.Table = lambda dataframe: dataframe  # type: ignore[attr-defined]
+    fake.Image = lambda path: path  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    assert log_report_to_wandb(report_dir, mode="online") is True
+    assert sent["retention/pair/trpo/1_backward/forward_transfer"] == pytest.approx(0.5)
+
+
+def test_missing_seeds_are_named_and_the_report_still_renders(tmp_path: Path) -> None:
+    runs = _store(tmp_path / "runs")
+    # openai_es has seed 2 (sequence and references); trpo's seed-2 sequence run never finished and
+    # it has no seed-2 references; ars has sequence runs only (no reference runs at all).
+    _store(runs, {("openai_es", 2): 5.0})
+    write_sequence_run(
+        runs, "retention", "trpo", "pair", 2, STAGES, _sequence_points(9.0)[:4], complete=False
+    )
+    _store(runs, {("ars", 0): 2.0, ("ars", 1): 2.0, ("ars", 2): 2.0}, references=False)
+    assert main(["retention", f"results_dir={runs}", f"out_dir={tmp_path / 'paper'}"]) == 0
+    out = tmp_path / "paper" / "retention"
+    report = (out / "REPORT.md").read_text()
+    assert "**TRPO / pair: seeds missing: 2** (of 0, 1, 2)." in report
+    assert "trpo-pair-seq-w1-s2" in report  # the incomplete run, by name
+    assert "stage 0 (forward): seed(s) 2; stage 1 (backward): seed(s) 2" in report
+    assert "Partial results" in report and "trpo/pair" in report
+    table = pd.read_csv(out / "tables" / "retention.csv")
+    assert _metric(table, "openai_es", "forgetting", 0)["n_seeds"] == 3
+    assert _metric(table, "trpo", "forgetting", 0)["n_seeds"] == 2  # what it has, rendered
+    # ars: normalized by its own end-of-stage score, no forward transfer (no reference runs).
+    assert _metric(table, "ars", "forgetting", 0)["mean"] == pytest.approx(0.8)  # 1 - 2/10
+    assert table[(table["algo"] == "ars") & (table["metric"] == "forward_transfer")].empty
+    assert "self (no reference run)" in (out / "tables" / "retention_normalization.md").read_text()
+    assert (out / "figures" / "retention_curves.png").stat().st_size > 0
+
+
+def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
+    runs = _store(tmp_path / "runs")
+    seq = runs / "retention" / "openai_es-pair-seq-w1-s1"
+    (seq / "snapshots.npz").write_bytes(b"PK\x03\x04 cut")
+    # A sequence run without the timestep-0 evaluation cannot be normalized.
+    write_sequence_run(
+        runs, "retention", "trpo", "pair", 1, STAGES, _sequence_points(9.0)[1:], snapshots=SNAPS
+    )
+    # ppo's references end below the sequence's untrained evaluation (20 > 10): flagged, kept.
+    write_sequence_run(runs, "retention", "ppo", "pair", 0, STAGES, [(0.0, "forward", {"forward": 20.0,
+                       "backward": 20.0}), *_sequence_points(9.0)[1:]])  # fmt: skip
+    for k, stage in enumerate(STAGES):
+        write_sequence_run(
+            runs, "retention", "ppo", "pair", 0, STAGES, _reference_points(stage), only_stage=k
+        )
+    snaps, why = read_snapshots(seq, 2)
+    assert snaps is None and "snapshots.npz unreadable" in why
+    report = build_report("retention", runs, tmp_path / "paper").read_text()
+    assert "openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): no drift (snapshots.npz unreadable" in report
+    assert "trpo/pair seed 1 (trpo-pair-seq-w1-s1): no evaluation at timestep 0" in report
+    assert "ppo/pair seed 0 (ppo-pair-seq-w1-s0): stage 0 (forward): R_ref 10 is below R_random 20" in report
+    assert "reference runs (1 seed(s)) *" in report and "scores upside down" in report
+
+
+def test_a_replicate_run_twice_counts_once(tmp_path: Path) -> None:
+    """Sequence and reference runs of one seed are different replicates; the same run twice is one."""
+    runs = _store(tmp_path / "runs")
+    first = runs / "retention" / "openai_es-pair-seq-w1-s0"
+    shutil.copytree(first, runs / "retention" / "openai_es-pair-seq-w1-s0-again")
+    os.utime(first / "summary.json", (1.0, 1.0))  # the copy is the newer run of this replicate
+    used, superseded, _ = scan_sequence_runs(runs / "retention")
+    assert len(used) == 12 and list(superseded["path"]) == [str(first)]
+    report = build_report("retention", runs, tmp_path / "paper").read_text()
+    assert "Superseded, not used: 1 run(s)" in report and "Seeds per condition: 2" in report
+
+
+def test_report_without_sequence_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "runs" / "retention").mkdir(parents=True)
+    assert main(["retention", f"results_dir={tmp_path / 'runs'}"]) == 2
+    assert "no complete sequence runs" in capsys.readouterr().err
+
+
+def test_report_is_byte_reproducible(tmp_path: Path) -> None:
+    runs = _store(tmp_path / "runs")
+    a = build_report("retention", runs, tmp_path / "a", seed=3).parent
+    b = build_report("retention", runs, tmp_path / "b", seed=3).parent
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+# --- bad sequence input at the CLI (issue #14 part 7), cases tests/test_sequences_config.py lacks --
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["sequence=cartpole_pair", "sequence.stage_timesteps=0"],
+            "sequence.stage_timesteps=0 is out of range; allowed: sequence.stage_timesteps >= 1",
+        ),
+        (
+            ["sequence=cartpole_pair", "sequence.only_stage=3"],
+            "sequence.only_stage=3 is out of range; allowed: 0 <= sequence.only_stage < 2",
+        ),
+        (
+            ["sequence=cartpole_pair", "+sequence.stages.1.env.dynamic.length=2"],
+            "sequence.stages[1] (long_pole): env.dynamic: no such env key (did you mean dynamics?)",
+        ),
+        (
+            ["sequence=cartpole_pair", "sequence.stages.1.env.dynamics.lenght=2"],
+            "lenght",
+        ),
+    ],
+)
+def test_cli_rejects_bad_stage_input_before_any_work(tmp_path: Path, args: list[str], expected: str) -> None:
+    proc = esbench("run", "algo=openai_es", *args, f"results_dir={tmp_path}", check=False, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert not any(tmp_path.iterdir())  # no run directory
+
+
+# --- the recipe -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", ["smoke", "mini", "paper"])
+def test_recipe_has_every_reference_run_on_the_same_stage_budget(scale: str) -> None:
+    """Each (algorithm, sequence, seed) has its sequence run and one single-stage reference run per
+    stage, all with one per-stage budget, so normalization and forward transfer can be computed."""
+    jobs = [dict(o.split("=", 1) for o in job) for job in all_jobs(get_recipe("retention"), scale)]
+    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    for o in jobs:
+        groups.setdefault((o["algo"], o["sequence"], o["seed"]), []).append(o)
+    assert groups
+    for (algo, seq, _), runs in groups.items():
+        n_stages = len(sequence_shape(seq)[1])
+        assert sorted(o["sequence.only_stage"] for o in runs) == sorted(["null", *map(str, range(n_stages))])
+        assert len({o["sequence.stage_timesteps"] for o in runs}) == 1, (algo, seq)
+    algos = {a for a, _, _ in groups}
+    assert {"openai_es", "ppo"} <= algos
+    if scale == "paper":
+        assert {"ars", "cma_es", "trpo", "a2c", "dqn"} <= algos
+        assert {s for _, s, _ in groups} == {"cheetah_dir", "hopper_mass", "atari_mode", "cw10"}
+
+
+@pytest.mark.slow
+def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
+    """The recipe's smoke scale through the real CLI (about 30 s here): every run is analysed."""
+    args = ["retention", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
+    proc = esbench("reproduce", *args, timeout=900)
+    report = tmp_path / "paper" / "retention" / "REPORT.md"
+    assert f"report written: {report}" in proc.stdout
+    table = pd.read_csv(report.parent / "tables" / "retention.csv")
+    assert set(table["algo"]) == {"openai_es", "ppo"} and set(table["sequence"]) == {"cartpole_pair"}
+    assert {"forgetting", "forward_transfer", "drift_l2", "update_sparsity@1e-06"} <= set(table["metric"])
+    text = report.read_text()
+    assert "not evaluated" not in text and "no drift" not in text
+    for stem in ("retention_curves", "retention_drift", "retention_gain"):
+        assert (report.parent / "figures" / f"{stem}.png").stat().st_size > 0
