@@ -112,10 +112,10 @@ def _rl_run_dir(results: Path) -> Path:
     ("content", "reason"),
     [
         (
-            lambda: BaselineCheckpoint(b"garbage", digest(b"garbage"), []),
+            lambda: BaselineCheckpoint(b"garbage", digest(b"garbage"), 0),
             "its snapshot: not an esbench state file",
         ),
-        (lambda: BaselineCheckpoint(b"x", "0" * 64, []), "its snapshot does not match its digest"),
+        (lambda: BaselineCheckpoint(b"x", "0" * 64, 0), "its snapshot does not match its digest"),
     ],
     ids=["bad-snapshot", "bad-digest"],
 )

@@ -31,7 +31,15 @@ PENDULUM = [
 ]
 
 
-@pytest.mark.parametrize("algo", ES_KEYS)
+#: Variants whose 1-vs-2-worker identity runs by default: a covariance (CMA-ES) and per-parameter
+#: sigmas (PGPE). OpenAI-ES has its own in test_es_run, EGGROLL in test_eggroll; every variant runs
+#: in the slow suite.
+DEFAULT_IDENTITY = ("cma_es", "pgpe")
+
+
+@pytest.mark.parametrize(
+    "algo", [a if a in DEFAULT_IDENTITY else pytest.param(a, marks=pytest.mark.slow) for a in ES_KEYS]
+)
 def test_one_and_two_workers_give_identical_runs(algo: str, tmp_path: Path) -> None:
     runs = {}
     for workers in (1, 2):

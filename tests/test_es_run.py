@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from esbench.runtime.es_trainer import CHECKPOINT_TYPES
+from esbench.utils import statefile
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
 
 PENDULUM = ["env=inverted_pendulum", "budget=smoke", *SMALL]
@@ -95,6 +97,10 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     run_dir = only_run_dir(root)
     assert not (run_dir / "summary.json").exists()  # it really was killed mid-run
+    # The checkpoint holds state and a row count; the rows stay in metrics.csv (issue #16 item 8).
+    ckpt = statefile.load(run_dir / "checkpoint.npz", CHECKPOINT_TYPES)
+    rows_on_disk = len((run_dir / "metrics.csv").read_text().split("\n")) - 2
+    assert 0 < ckpt.n_rows <= rows_on_disk
     again = esbench("run", *args, "cluster.n_workers=2", f"results_dir={root}")
     found = re.search(r"resuming \S+ from generation (\d+)", again.stderr)
     assert found and int(found.group(1)) > 0, again.stderr[-2000:]

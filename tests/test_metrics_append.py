@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import METRIC_COLUMNS, METRICS_FILE
-from esbench.tracking.store import RunStore
+from esbench.tracking.store import RunFileError, RunStore
 
 
 def _logger(tmp_path: Path) -> MetricsLogger:
@@ -41,15 +42,40 @@ def test_rows_are_appended_not_rewritten(tmp_path: Path) -> None:
     assert list(table["generation"]) == [0, 1, 2, 3, 4]
 
 
-def test_a_resumed_run_rewrites_the_file_to_its_checkpoint_rows(tmp_path: Path) -> None:
+def test_a_resumed_run_cuts_the_file_back_to_its_checkpoint_rows(tmp_path: Path) -> None:
     logger = _logger(tmp_path)
     for g in range(5):
+        logger.record_many({"train_task": "Hopper-v5", "eval_return_mean": 0.1 * g, "workers": 2})
         _dump(logger, g)
-    checkpoint_rows = [dict(r) for r in logger.rows[:3]]  # the run was killed after row 4
+    path = logger.store.path(METRICS_FILE)
+    lines = path.read_text().splitlines(keepends=True)
+    with open(path, "a") as f:
+        f.write("5,500,0,0,1.5")  # a crash mid-append: a torn last line
     resumed = _logger(tmp_path)
-    resumed.rows = checkpoint_rows
+    resumed.resume(3)  # the checkpoint was taken after row 3; rows 4-5 and the torn line go
+    assert path.read_text() == "".join(lines[:4])  # the kept rows are the file's own bytes
+    assert len(resumed.rows) == 3
+    for parsed, logged in zip(resumed.rows, logger.rows[:3], strict=True):
+        assert parsed.keys() == logged.keys()
+        assert str(parsed) == str(logged)  # same values and types (NaN prints alike)
     _dump(resumed, 3)
-    assert list(_on_disk(resumed)["generation"]) == [0, 1, 2, 3]  # rows 3-4 of the dead run gone
+    assert list(_on_disk(resumed)["generation"]) == [0, 1, 2, 3]
+    assert path.read_text().startswith("".join(lines[:4]))  # appended, not rewritten
+
+
+def test_a_checkpoint_ahead_of_the_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    logger = _logger(tmp_path)
+    for g in range(2):
+        _dump(logger, g)
+    with pytest.raises(
+        RunFileError,
+        match=r"metrics .*metrics.csv cannot be resumed from \(2 complete rows, "
+        r"the checkpoint was written after 3\); run again with resume=false",
+    ):
+        _logger(tmp_path).resume(3)
+    logger.store.path(METRICS_FILE).write_text("a,b\n1,2\n")
+    with pytest.raises(RunFileError, match="its header is not esbench's metrics columns"):
+        _logger(tmp_path).resume(1)
 
 
 def test_rows_dropped_and_sent_again_are_not_counted_twice(tmp_path: Path) -> None:

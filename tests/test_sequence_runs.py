@@ -233,7 +233,11 @@ STOP_RUNS = {
 }
 
 
-@pytest.mark.parametrize("algo", sorted(STOP_RUNS))
+@pytest.mark.parametrize(
+    "algo",
+    # RL's stop path also runs by default in test_rl_stop_at_target_reached_by_the_untrained_policy...
+    [pytest.param(a, marks=pytest.mark.slow) if a == "a2c" else a for a in sorted(STOP_RUNS)],
+)
 def test_stops_at_the_first_evaluation_at_or_above_the_target(algo: str, tmp_path: Path) -> None:
     """Issue #15, ES and RL alike: with budget.stop_at_return=v the run ends at the first evaluation
     >= v, marked in the summary; its rows are the full run's up to that point (stopping changes

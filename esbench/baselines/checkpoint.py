@@ -69,11 +69,12 @@ _BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
 
 @dataclass
 class BaselineCheckpoint:
-    """What the results store keeps: the snapshot bytes (a state file), their digest, the rows so far."""
+    """What the results store keeps: the snapshot bytes (a state file), their digest, and how many
+    rows ``metrics.csv`` held when it was taken (a resumed run cuts the file back to them)."""
 
     state: bytes
     digest: str
-    rows: list[dict[str, Any]]
+    n_rows: int
 
 
 #: The dataclasses a baseline checkpoint file may hold (its snapshot is a state file of its own).

@@ -11,8 +11,8 @@ metrics row (a small dict, msgpack-able) on it as soon as it is logged; each che
 ``scatter``-ed from the task (its bytes stay on the worker and travel worker -> driver directly,
 never through the scheduler) and its ``Future`` goes on the queue. The driver pulls in order and does
 all writing: rows through the :class:`MetricsLogger` (store, W&B, console) as they come, snapshots
-into ``checkpoint.npz`` together with the rows received up to that point (queue order makes the two
-consistent). So results land only where the driver runs: no shared filesystem is assumed, and
+into ``checkpoint.npz`` together with the count of rows received up to that point (queue order makes
+the two consistent). So results land only where the driver runs: no shared filesystem is assumed, and
 ``cluster=address`` with workers on other machines works as the LocalCluster does. Rows carry their
 index, so a task that Dask re-runs after a lost worker overwrites rows instead of duplicating them.
 
@@ -26,8 +26,9 @@ parameters (:func:`carry_over`); evaluation points, rows and the summary come fr
 and the driver writes ``snapshots.npz`` when the run completes.
 
 Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it (digest, and
-that the snapshot parses), puts the rows back into the logger and sends the snapshot to the task,
-which builds the model and environments from the config, overwrites their state with the snapshot's
+that the snapshot parses), cuts ``metrics.csv`` back to the checkpoint's row count and reads those
+rows into the logger (:meth:`MetricsLogger.resume`), and sends the snapshot to the task, which
+builds the model and environments from the config, overwrites their state with the snapshot's
 (:mod:`esbench.baselines.checkpoint`) and continues; the result is bit-identical to an uninterrupted
 run on the same machine (timing columns aside). A checkpoint that cannot be read stops the run with
 one line naming it (:class:`~esbench.tracking.store.RunFileError`).
@@ -93,10 +94,10 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
         except (StateFileError, SnapshotMismatch) as e:
             raise store.checkpoint_error(f"its snapshot: {e}") from None
         blob = ckpt.state
-        logger.rows = list(ckpt.rows)
+        logger.resume(ckpt.n_rows)
         log.info(
             "resuming %s from its checkpoint (%d rows) at timestep %d, stage %d",
-            store.run_id, len(ckpt.rows), progress.timesteps, progress.stage,
+            store.run_id, ckpt.n_rows, progress.timesteps, progress.stage,
         )  # fmt: skip
     sink = _DriverSink(store, logger)
     if in_dask_task():
@@ -113,7 +114,7 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
 
 
 class _DriverSink:
-    """Driver side: rows into the logger, snapshots into the store with the rows so far."""
+    """Driver side: rows into the logger, snapshots into the store with the count of rows so far."""
 
     def __init__(self, store: RunStore, logger: MetricsLogger) -> None:
         self.store = store
@@ -126,7 +127,8 @@ class _DriverSink:
         self.logger.dump()
 
     def snapshot(self, blob: bytes) -> None:
-        ckpt = BaselineCheckpoint(blob, digest(blob), list(self.logger.rows))
+        self.logger.sync()  # the file holds exactly the rows counted (re-sent ones rewritten)
+        ckpt = BaselineCheckpoint(blob, digest(blob), len(self.logger.rows))
         self.store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
 
 

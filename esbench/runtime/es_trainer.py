@@ -85,11 +85,13 @@ class Progress:
 
 @dataclass
 class Checkpoint:
-    """Everything needed to resume: the trainer state, the counters, the rows logged so far."""
+    """Everything needed to resume: the trainer state, the counters, and how many rows of
+    ``metrics.csv`` were written when it was taken (the rows stay in the file: a checkpoint's size
+    does not grow with the run, and a resumed run cuts the file back to ``n_rows``)."""
 
     state: TrainerState
     progress: Progress
-    rows: list[dict[str, Any]]
+    n_rows: int
     digest: str
 
 
@@ -125,7 +127,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
         if state_digest(ckpt.state) != ckpt.digest:
             raise store.checkpoint_error("its state does not match its digest")
         state, prog = ckpt.state, ckpt.progress
-        logger.rows = list(ckpt.rows)
+        logger.resume(ckpt.n_rows)
         prog.resumed_from = [*prog.resumed_from, state.generation]
         log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
     else:
@@ -242,7 +244,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                     prog.snapshots = [*prog.snapshots, state.es.params.copy()]
                 write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
             if prog.finished or boundary or state.generation % int(cfg.checkpoint_every) == 0:
-                ckpt = Checkpoint(state, prog, list(logger.rows), state_digest(state))
+                ckpt = Checkpoint(state, prog, len(logger.rows), state_digest(state))
                 store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
         if len(prog.snapshots) == len(plan.stages):  # stopped at timestep 0: the final row
             prog.snapshots = [*prog.snapshots, state.es.params.copy()]

@@ -6,10 +6,12 @@ console. Keys outside the schema are allowed only with a prefix (``es/``, ``trai
 they reach W&B and not ``metrics.csv``, so the CSV ruler stays the same for every algorithm.
 
 ``metrics.csv`` grows by appending each new row (O(1) per row; rewriting the whole file at every
-row was O(n^2) over a run). The file is rewritten whole only when :attr:`MetricsLogger.rows` no
-longer extends what was written: a resumed run sets ``rows`` to its checkpoint's, and a trainer
-that drops rows a re-run task will re-send truncates the list; the next :meth:`~MetricsLogger.dump`
-(or :meth:`~MetricsLogger.sync`) then makes the file equal the rows exactly.
+row was O(n^2) over a run), and a checkpoint keeps the trainer's state and a row count, not the
+rows: a resumed run cuts the file back to that count (:meth:`MetricsLogger.resume`), so rows
+logged after the checkpoint are not counted twice. The file is rewritten whole only when
+:attr:`MetricsLogger.rows` no longer extends what was written (a trainer that drops rows a re-run
+task will re-send truncates the list); the next :meth:`~MetricsLogger.dump` (or
+:meth:`~MetricsLogger.sync`) then makes the file equal the rows exactly.
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ class MetricsLogger:
     def rows(self, rows: list[dict[str, Any]]) -> None:
         self._rows = list(rows)
         self._written = None
+
+    def resume(self, n_rows: int) -> None:
+        """Continue a run whose checkpoint was written after ``n_rows`` rows: ``metrics.csv`` is
+        cut back to them (:meth:`RunStore.truncate_metrics`) and they become :attr:`rows`, already
+        written, so the next row is appended.
+
+        Raises:
+            RunFileError: ``metrics.csv`` does not hold the checkpoint's rows.
+        """
+        self._rows = self.store.truncate_metrics(n_rows)
+        self._written = len(self._rows)
+        self._last_written = self._rows[-1] if self._rows else None
 
     def record(self, key: str, value: Any) -> None:
         """Set one value of the current row."""

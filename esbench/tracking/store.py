@@ -122,6 +122,43 @@ class RunStore:
             f.flush()
             os.fsync(f.fileno())
 
+    def truncate_metrics(self, n_rows: int) -> list[dict[str, Any]]:
+        """Cut ``metrics.csv`` back to its first ``n_rows`` rows and return them, parsed.
+
+        A resumed run's checkpoint holds state and a row count, not the rows (issue #16 item 8):
+        rows logged after the checkpoint (and a partial line a crash left mid-append) are dropped,
+        so nothing is counted twice, and the rows kept are the file's own bytes, unchanged. Cells
+        parse back to what :func:`_fmt` wrote them from: ints, floats (empty: NaN) and the two
+        task names, so rewriting them gives the same text.
+
+        Raises:
+            RunFileError: the file is missing, has other columns, or holds fewer complete rows than
+                the checkpoint says were written.
+        """
+        path = self.path(schema.METRICS_FILE)
+
+        def unusable(reason: str) -> RunFileError:
+            return RunFileError(
+                f"metrics {path} cannot be resumed from ({reason}); run again with resume=false to start over"
+            )
+
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise unusable(type(e).__name__) from None
+        lines = text.split("\n")[:-1]  # complete lines only: a torn last line has no newline
+        if not lines or next(csv.reader(lines[:1])) != list(schema.METRIC_COLUMNS):
+            raise unusable("its header is not esbench's metrics columns")
+        if len(lines) - 1 < n_rows:
+            raise unusable(f"{len(lines) - 1} complete rows, the checkpoint was written after {n_rows}")
+        kept = lines[: n_rows + 1]
+        if len(lines) != n_rows + 1 or not text.endswith("\n"):
+            atomic_write_text(path, "\n".join(kept) + "\n")
+        return [
+            {c: _parse_cell(c, v) for c, v in zip(schema.METRIC_COLUMNS, cells, strict=True)}
+            for cells in csv.reader(kept[1:])
+        ]
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         """The summary; marks the run complete."""
         missing = [k for k in schema.SUMMARY_KEYS if k not in summary]
@@ -274,6 +311,22 @@ def refuse_env_interpolations(cfg: DictConfig) -> None:
 def _csv_row(row: dict[str, Any]) -> list[str]:
     """One metrics row as CSV cells, in :data:`schema.METRIC_COLUMNS` order."""
     return [_fmt(row.get(c)) for c in schema.METRIC_COLUMNS]
+
+
+_TEXT_COLUMNS = frozenset({"train_task", "eval_task"})
+
+
+def _parse_cell(column: str, cell: str) -> Any:
+    """A ``metrics.csv`` cell as :func:`_fmt` wrote it: text for the task columns, else an int, a
+    float, or NaN for an empty cell."""
+    if column in _TEXT_COLUMNS:
+        return cell
+    if cell == "":
+        return math.nan
+    try:
+        return int(cell)
+    except ValueError:
+        return float(cell)
 
 
 def _fmt(v: Any) -> str:
