@@ -42,6 +42,7 @@ import yaml
 
 from esbench.config.registry import FAMILIES, algorithms, family_of
 from esbench.config.validate import ConfigError
+from esbench.runner import load_components
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
@@ -150,6 +151,7 @@ def paper_target_entries(
     RL algorithms keep the scale's budget. Environments the paper did not run keep it too."""
     if of not in ("es_timesteps", "trpo_timesteps"):
         raise RecipeError(f"paper_targets.of={of!r}; allowed: es_timesteps, trpo_timesteps")
+    load_components()  # which algorithms are ES is the registry's answer: fill it first
     from esbench.analysis.table1 import load_mujoco_reference
 
     ref = load_mujoco_reference()
@@ -201,6 +203,7 @@ def expand_families(algo: Any) -> Any:
             family = text[1:]
             if family not in FAMILIES:
                 raise RecipeError(f"algo: {text!r} is unknown; allowed: @es, @rl or algorithm keys")
+            load_components()
             out += [k for k in sorted(algorithms(family)) if k not in out]
         elif text not in out:
             out.append(text)
@@ -376,6 +379,7 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
         only = o.get("sequence.only_stage", "null")
         steps = stage_steps[int(only)] if only != "null" else sum(stage_steps)
         episodes *= len(stage_steps)
+    load_components()
     is_es = family_of(algo) == "es"
     if env == "atari":
         fs = int(o.get("env.frame_skip", 4))

@@ -32,8 +32,9 @@ log = logging.getLogger(__name__)
 Trainer = Callable[[DictConfig, RunStore, MetricsLogger, str], dict[str, Any]]
 
 # Keys that change where or how fast a run executes, never its numbers: left out of the run id
-# (dotted for nested keys). How ES splits a generation into tasks and batches is one of them: the
-# determinism tests hold the numbers equal across workers and lockstep batch sizes.
+# (dotted for nested keys). How ES splits a generation into tasks and batches, and how many
+# generation records its sync messages carry, are among them: the determinism tests hold the
+# numbers equal across workers, lockstep batch sizes and sync histories.
 NON_SEMANTIC_KEYS = (
     "cluster",
     "tracker",
@@ -45,6 +46,7 @@ NON_SEMANTIC_KEYS = (
     "torch_threads",
     "algo.tasks_per_worker",
     "algo.rollout_batch",
+    "algo.sync_history",
 )
 
 

@@ -56,6 +56,7 @@ def write_run(
     wall_clock_s: Sequence[float] | None = None,
     complete: bool = True,
     env_info: dict[str, Any] | None = None,
+    stopped_at_return: bool = False,
 ) -> Path:
     """Write one synthetic run under ``root/experiment/<run_id>/``.
 
@@ -75,6 +76,8 @@ def write_run(
         wall_clock_s: Seconds at each evaluation (default: timesteps / 1000 / workers).
         complete: Write ``summary.json``.
         env_info: ``env.json`` content (default :data:`DEFAULT_ENV_INFO`).
+        stopped_at_return: The run ended at its target score (``budget.stop_at_return``, set to
+            its last evaluation return): marked so in the config and the summary.
 
     Returns:
         The run directory.
@@ -89,7 +92,11 @@ def write_run(
     cfg = {
         "algo": {"name": algo},
         "env": {"id": env_id, "name": name, "kind": env_kind, "frame_skip": frame_skip, "game": None},
-        "budget": {"scale": scale, "timesteps": int(ts[-1])},
+        "budget": {
+            "scale": scale,
+            "timesteps": int(ts[-1]),
+            "stop_at_return": float(ys[-1]) if stopped_at_return else None,
+        },
         "cluster": {"n_workers": workers},
         "seed": seed,
         "experiment": experiment,
@@ -144,6 +151,8 @@ def write_run(
             "steps_per_s": float(ts[-1] / wc[-1]),
             "workers": workers,
             "params_sha256": "0" * 64,
+            "stop_at_return": float(ys[-1]) if stopped_at_return else None,
+            "stopped_at_return": stopped_at_return,
         }
         (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
     return run_dir

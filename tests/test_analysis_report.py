@@ -146,43 +146,106 @@ def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
     assert (tmp_path / "paper" / "frameskip" / "figures" / "frameskip.pdf").is_file()
     sc_report = build_report("scaling", runs, tmp_path / "paper").read_text()
     assert "linear speedup with workers" in sc_report
+    # Both seeds reach the threshold 100 at t=1000: 11 s on 1 worker, 6 s on 2 -> efficiency
+    # (11 / 6) / 2 = 0.917 on every resample: supported.
+    claim = next(line for line in sc_report.splitlines() if "linear speedup with workers" in line)
+    assert "efficiency (time) 0.92 [95% CI 0.92, 0.92]; 2 seed(s) per worker count" in claim
+    assert "| supported (near-linear: efficiency >= 0.8) |" in claim
     assert (tmp_path / "paper" / "scaling" / "figures" / "scaling.png").is_file()
     path_report = build_report(str(runs / "scaling"), runs, tmp_path / "paper")
     assert path_report.parent.name == "scaling_curves"
     assert "No claim of the paper" in path_report.read_text()
 
 
-def _claim_rows(ratios, censored, bounds):
+def test_stopped_es_runs_count_as_reached_in_every_table_and_claim(tmp_path) -> None:
+    """Three ES seeds that stopped at their target (budget.stop_at_return) at t = 500, 750 and 250,
+    against two full TRPO runs on Swimmer (targets 25/50/75/100 at TRPO timesteps 250/500/750/1000).
+    Carried forward at their stopping scores, the ES seeds are (0, 50, 100, 100), (0, 40, 80, 110)
+    and (0, 105, 105, 105) on t = (0, 250, 500, 750): mean (0, 65, 95, 105), which reaches 100 at
+    750 (ratio 0.75); the slowest bootstrap resample (seed 1 alone) at 750, the fastest (seed 2
+    alone) at 250. Without this, the common span would end at t=250 (seed 2's stop) and every cell
+    past 65 would read "> 250"."""
+    for seed in (0, 1):
+        write_run(tmp_path, "table1", "trpo", "Swimmer-v5", seed, T, 0.1 * T)
+    stops = {0: ([0, 250, 500], [0.0, 50.0, 100.0]), 1: ([0, 250, 500, 750], [0.0, 40.0, 80.0, 110.0]),
+             2: ([0, 250], [0.0, 105.0])}  # fmt: skip
+    for seed, (ts, ys) in stops.items():
+        write_run(tmp_path, "table1", "openai_es", "Swimmer-v5", seed, ts, ys, stopped_at_return=True)
+    report = build_report("table1", tmp_path, tmp_path / "paper", allow_partial=True)
+    tables = report.parent / "tables"
     import pandas as pd
 
-    return pd.DataFrame(
-        {
-            "env_name": "Swimmer",
-            "progress_fraction": [0.25, 0.5, 0.75, 1.0],
-            "ratio": ratios,
-            "censored": censored,
-            "ratio_bound": bounds,
-            "ratio_text": ["x"] * 4,
-            "paper_ratio": [0.56, 0.47, 0.53, 0.3],
-        }
+    table = pd.read_csv(tables / "table1.csv").set_index("progress_fraction")
+    assert table["es_timesteps"].tolist() == [250.0, 250.0, 500.0, 750.0]
+    assert not table["censored"].any() and table["es_last_timesteps"].eq(750.0).all()
+    assert (table.loc[1.0, "es_low"], table.loc[1.0, "es_high"], table.loc[1.0, "ratio"]) == (
+        250.0,
+        750.0,
+        0.75,
     )
+    assert table.loc[1.0, "verdict"] == "supported"
+    md = (tables / "table1.md").read_text()
+    assert "750 [250, 750]" in md and "0.75 [0.25, 0.75]" in md and "> 250" not in md
+    text = report.read_text()
+    claim = next(line for line in text.splitlines() if "against our tuned TRPO" in line)
+    assert "100%: 0.75" in claim and "3 ES seeds, 2 TRPO seeds" in claim and claim.endswith("| supported |")
+    # Time to the common score (100: TRPO's best mean): seeds reach it at 500, 750, 250 -> median 500.
+    tts = pd.read_csv(tables / "time_to_score.csv").set_index("algo")
+    assert tts.loc["openai_es", "target"] == 100.0 and tts.loc["openai_es", "timesteps"] == 500.0
+    assert tts.loc["openai_es", "n_reached"] == 3
+    # Against the paper's TRPO (Swimmer's targets 42.6 .. 128.25): reached up to 100, and above the
+    # seeds' stopping scores censored at a stop, said so.
+    paper = pd.read_csv(tables / "table1_paper.csv").set_index("progress_fraction")
+    assert np.isfinite(paper.loc[0.25, "es_timesteps"]) and np.isposinf(paper.loc[1.0, "es_timesteps"])
+    assert paper.loc[1.0, "stopped_below"] == 3 and paper.loc[1.0, "es_last_timesteps"] == 250.0
+    assert "censored at its stop for that target" in (tables / "table1_paper.md").read_text()
+    assert "| Stopped at target |" in (tables / "summary.md").read_text()
+
+
+def _modern_curves(es: dict[int, tuple[list[float], list[float]]]):
+    """Curve-table rows: TRPO's two seeds reach 25/50/75/100 at 250/500/750/1000 on Swimmer; ES
+    seeds as given ((timesteps, returns) per seed)."""
+    import pandas as pd
+
+    rows = [
+        {"run_id": f"trpo{s}", "seed": s, "algo": "trpo", "env_id": "Swimmer-v5", "env_name": "swimmer",
+         "timesteps": t, "eval_return_mean": 0.1 * t}
+        for s in (0, 1) for t in T
+    ]  # fmt: skip
+    rows += [
+        {"run_id": f"es{s}", "seed": s, "algo": "openai_es", "env_id": "Swimmer-v5", "env_name": "swimmer",
+         "timesteps": t, "eval_return_mean": y}
+        for s, (ts, ys) in es.items() for t, y in zip(ts, ys, strict=True)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+FAST = ([0, 250, 500, 1000, 2000], [0, 60, 100, 120, 120])  # 100 at 500 (ratio 0.5)
+SLOW = ([0, 250, 500, 1000, 1500, 2000], [0, 20, 40, 80, 100, 120])  # 100 at 1500 (ratio 1.5)
+SHORT = ([0, 250, 500], [0, 20, 40])  # ends at 500 below 100
 
 
 @pytest.mark.parametrize(
-    ("ratios", "censored", "bounds", "verdict"),
+    ("es", "word", "decide"),
     [
-        ([0.5, 0.6, 0.7, 0.9], [False] * 4, [np.nan] * 4, "| supported |"),
-        ([0.5, 0.6, 0.7, 1.5], [False] * 4, [np.nan] * 4, "| not supported |"),
-        ([0.5, 0.6, 0.7, np.nan], [False, False, False, True], [np.nan] * 3 + [1.2], "| not supported |"),
-        ([0.5, 0.6, 0.7, np.nan], [False, False, False, True], [np.nan] * 3 + [0.8], "| inconclusive |"),
-        ([np.nan] * 4, [False] * 4, [np.nan] * 4, "| inconclusive |"),  # TRPO made no progress
+        ({0: FAST, 1: FAST}, "supported", ""),  # interval [500, 500] <= 1 x 1000
+        ({0: SLOW, 1: SLOW}, "contradicted", ""),  # interval [1500, 1500] > 1000
+        ({0: FAST, 1: SLOW}, "inconclusive", "more seeds (now 2)"),  # [500, 1500] straddles 1000
+        ({0: SHORT, 1: SHORT}, "inconclusive", "needs runs past 1000 timesteps (now 500)"),
     ],
 )
-def test_easy_task_claim_verdicts(ratios, censored, bounds, verdict) -> None:
+def test_modern_trpo_claim_verdicts(es, word, decide) -> None:
+    """The easy-task claim against our TRPO (<= 1x at 100%), decided from the interval over ES's
+    seeds, a case for each verdict."""
     from esbench.analysis.report import _table1_claim
+    from esbench.analysis.table1 import table1
 
-    row = _table1_claim("Swimmer-v5", _claim_rows(ratios, censored, bounds))
-    assert row.endswith(verdict), row
+    table = table1(_modern_curves(es), rng=np.random.default_rng(0))
+    full = table.set_index("progress_fraction").loc[1.0]
+    assert full["rl_timesteps"] == 1000.0 and full["verdict"] == word
+    assert decide in full["decide"]
+    row = _table1_claim("Swimmer-v5", table)
+    assert f"| {word}" in row and "2 ES seeds, 2 TRPO seeds" in row
 
 
 def test_an_algorithm_that_never_beats_its_first_evaluation_is_flat() -> None:

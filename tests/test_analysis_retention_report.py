@@ -343,3 +343,44 @@ def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
     assert "not evaluated" not in text and "no drift" not in text
     for stem in ("retention_curves", "retention_drift", "retention_gain"):
         assert (report.parent / "figures" / f"{stem}.png").stat().st_size > 0
+
+
+def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_path: Path) -> None:
+    """The ``policy_kl`` and drift columns of ``metrics.csv`` (esbench.tracking.drift): the last KL
+    of stage 0 is the table's ``kl`` (KL(π_0 || π_final)), the drift curve has one row per point."""
+    runs = _store(tmp_path / "runs")
+    for run_dir in (runs / "retention").iterdir():
+        if "-seq-" not in run_dir.name:
+            continue
+        m = pd.read_csv(run_dir / "metrics.csv")
+        ev = m["eval_return_mean"].notna()
+        m.loc[ev, "drift_l2"] = m.loc[ev, "timesteps"] / 10.0
+        m.loc[ev, "drift_rel"] = m.loc[ev, "timesteps"] / 1000.0
+        m.loc[ev, ["drift_sparsity_1e-6", "drift_sparsity_1e-4"]] = 0.5
+        ended = ev & (m["eval_task"] == "forward") & (m["timesteps"] >= 100)
+        m.loc[ended, "policy_kl"] = m.loc[ended, "timesteps"] / 100.0 - 1.0  # 0 at T_0 = 100, 1 at 200
+        m.to_csv(run_dir / "metrics.csv", index=False)
+    data = analyse_retention(scan_sequence_runs(runs / "retention")[0])
+    kl = data.per_run[data.per_run["metric"] == "kl"]
+    assert set(kl["stage_index"]) == {0} and kl["value"].tolist() == pytest.approx([1.0] * 4)
+    es0 = data.drift_curves[(data.drift_curves["algo"] == "openai_es") & (data.drift_curves["seed"] == 0)]
+    assert es0["timesteps"].tolist() == [
+        0.0,
+        20.0,
+        40.0,
+        60.0,
+        80.0,
+        100.0,
+        120.0,
+        140.0,
+        160.0,
+        180.0,
+        200.0,
+    ]
+    assert es0["policy_kl"].isna().sum() == 5 and es0["policy_kl"].iloc[-1] == pytest.approx(1.0)
+    assert es0["drift_rel"].iloc[-1] == pytest.approx(0.2)
+    assert main(["retention", f"results_dir={runs / 'retention'}", f"out_dir={tmp_path / 'paper'}"]) == 0
+    out = tmp_path / "paper" / "retention"
+    assert (out / "figures" / "retention_drift_curves.png").stat().st_size > 0
+    assert "| KL |" in (out / "tables" / "retention.md").read_text()
+    assert "figures/retention_drift_curves.png" in (out / "REPORT.md").read_text()

@@ -12,6 +12,7 @@ import pytest
 from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
 from esbench.analysis.table1 import load_mujoco_reference, table1_paper
+from esbench.analysis.table2 import win_count_interval
 from esbench.analysis.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -19,6 +20,7 @@ from esbench.analysis.verdicts import (
     TimeToTarget,
     Verdict,
     combine,
+    interval_verdict,
     ratio_verdict,
     time_to_target,
 )
@@ -130,3 +132,63 @@ def test_table1_against_the_paper_curve_on_synthetic_runs(tmp_path: Path) -> Non
     text = report.read_text()
     assert "Table 1 against the paper's own TRPO curve" in text
     assert "Hopper: ES needs < 10x TRPO's timesteps (hard task) (ES (OpenAI))" in text
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "at_least", "n", "word"),
+    [
+        (0.85, 0.95, True, 3, SUPPORTED),  # efficiency >= 0.8 over the whole interval
+        (0.5, 0.7, True, 3, CONTRADICTED),  # all below 0.8
+        (0.7, 0.9, True, 3, INCONCLUSIVE),  # straddles
+        (0.85, 0.95, True, 1, INCONCLUSIVE),  # one seed: no interval
+        (0.2, 0.4, False, 3, SUPPORTED),  # "below 0.8"
+    ],
+)
+def test_interval_verdict_cases(low: float, high: float, at_least: bool, n: int, word: str) -> None:
+    verdict = interval_verdict((low + high) / 2, low, high, 0.8, at_least, n, "seeds")
+    assert verdict.word == word
+    if word == INCONCLUSIVE:
+        assert verdict.decide.startswith("the interval [0.7, 0.9] straddles 0.8: more seeds (now 3)") or (
+            verdict.decide == "needs at least 2 seeds for an interval (has 1)"
+        )
+
+
+def _atari_runs(games: dict[str, tuple[list[float], list[float]]]) -> pd.DataFrame:
+    rows = [
+        {"env_id": g, "algo": algo, "final_eval_return": v}
+        for g, (es, rl) in games.items()
+        for algo, values in (("openai_es", es), ("a2c", rl))
+        for v in values
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_win_count_interval_by_hand() -> None:
+    """Game A always won, B always lost; on C the ES mean resamples to 0, 5 or 10 (1/4, 1/2, 1/4)
+    and A2C's to 4, 5 or 6, so C is won with probability 1/4 + 1/2 x 1/4 = 3/8 (lost on all seeds:
+    5 is not > 5). Wins: 1, interval [1, 2]."""
+    runs = _atari_runs({"A": ([10, 12], [1, 2]), "B": ([0, 0], [5, 6]), "C": ([0, 10], [4, 6])})
+    assert win_count_interval(runs, np.random.default_rng(0), "openai_es") == (1, 1.0, 2.0, 3, 2)
+    single = _atari_runs({"A": ([10], [1, 2])})
+    assert win_count_interval(single, np.random.default_rng(0), "openai_es")[4] == 1
+
+
+def test_table2_report_labels_its_question_and_decides_the_claim(tmp_path: Path) -> None:
+    """Paper on Pong, Breakout, Seaquest: ES FF beats A3C FF on 1 of 3 (fewer than half). Ours, two
+    seeds a side, far apart: ES wins Pong only, in every resample -> 1 of 3 [1, 1]: supported."""
+    games = {"ALE/Pong-v5": ([20, 21], [-21, -20]), "ALE/Breakout-v5": ([1, 2], [30, 40]),
+             "ALE/Seaquest-v5": ([100, 120], [500, 600])}  # fmt: skip
+    for env_id, (es, rl) in games.items():
+        for seed in (0, 1):
+            for algo, values in (("openai_es", es), ("a2c", rl)):
+                write_run(
+                    tmp_path, "table2", algo, env_id, seed, [0, 100], [0.0, values[seed]], env_kind="atari"
+                )
+    text = build_report("table2", tmp_path, tmp_path / "paper").read_text()
+    assert "*Question answered: at our budget, does ES end up with a higher score" in text
+    claim = next(line for line in text.splitlines() if "ES beats A3C on 23 of 51 games" in line)
+    assert "| 1 of 3 on these games | 1 of 3 [95% CI 1, 1]" in claim
+    assert (
+        "fewest seeds on a side of a game: 2" in claim
+        and "| supported (claim: ES wins on fewer than half" in claim
+    )

@@ -37,20 +37,27 @@ PONG = [
 ]
 
 
-def _run(root: Path, frame_skip: int, workers: int) -> Path:
+def _run(root: Path, frame_skip: int, workers: int, *extra: str) -> Path:
     esbench(
-        "run", *PONG, f"env.frame_skip={frame_skip}", f"cluster.n_workers={workers}", f"results_dir={root}"
+        "run",
+        *PONG,
+        f"env.frame_skip={frame_skip}",
+        f"cluster.n_workers={workers}",
+        f"results_dir={root}",
+        *extra,
     )
     return only_run_dir(root)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three smoke runs shared by the tests: frame-skip 3 on 1 and 2 workers, frame-skip 1."""
+    """Four smoke runs shared by the tests: frame-skip 3 on 1 and 2 workers (members in lockstep,
+    the default), frame-skip 3 on 1 worker playing members one by one, frame-skip 1."""
     root = tmp_path_factory.mktemp("atari")
     return {
         "fs3_w1": _run(root / "fs3_w1", 3, 1),
         "fs3_w2": _run(root / "fs3_w2", 3, 2),
+        "fs3_w1_one_by_one": _run(root / "fs3_w1_one_by_one", 3, 1, "algo.rollout_batch=1"),
         "fs1_w1": _run(root / "fs1_w1", 1, 1),
     }
 
@@ -87,6 +94,16 @@ def test_same_numbers_with_one_and_two_workers(runs: dict[str, Path]) -> None:
     pd.testing.assert_frame_equal(m1, m2)
     assert s1["params_sha256"] == s2["params_sha256"]
     assert (s1["workers"], s2["workers"]) == (1, 2)
+
+
+def test_lockstep_cnn_gives_the_numbers_of_playing_members_one_by_one(runs: dict[str, Path]) -> None:
+    """The batched CNN forward (BatchedCNN) is bit-identical per member: ``algo.rollout_batch`` 1
+    (one by one) and the default (lockstep) give the same metrics and final parameters, so the
+    knob stays out of the run id."""
+    (m1, s1), (m0, s0) = read_run(runs["fs3_w1"]), read_run(runs["fs3_w1_one_by_one"])
+    pd.testing.assert_frame_equal(m1, m0)
+    assert s1["params_sha256"] == s0["params_sha256"]
+    assert s1["run_id"] == s0["run_id"]
 
 
 def test_unknown_game_fails_before_any_work_with_close_matches(tmp_path: Path) -> None:
@@ -193,6 +210,16 @@ def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
             "env_share": 0.65,
             "set_params_share": 0.05,
         },
+        "rollout_batch": 4,
+        "profile_lockstep": {
+            "batch": 4,
+            "agent_steps_per_s": 1500.0,
+            "frames_per_s": 6000.0,
+            "act_share": 0.2,
+            "act_ms": 0.13,
+            "env_share": 0.75,
+            "set_params_share": 0.05,
+        },
         "es": [
             {"workers": 1, "steady_steps_per_s": 900.0, "steady_frames_per_s": 3600.0, "generations": 6},
             {"workers": 2, "steady_steps_per_s": 1700.0, "steady_frames_per_s": 6800.0, "generations": 11},
@@ -203,3 +230,6 @@ def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
     assert "0.36 of raw ALE x workers (10,000 frames/s)" in table
     assert "1.89x of 1 worker; 0.34 of raw ALE x workers (20,000 frames/s)" in table
     assert "CNN act 30%" in table
+    assert "members one by one) | 1,000 | 4,000 | 0.40 of raw ALE" in table
+    assert "members 4 in lockstep) | 1,500 | 6,000 | 0.60 of raw ALE; CNN act 20%" in table
+    assert "11 generations; rollout_batch 4 |" in table

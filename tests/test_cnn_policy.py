@@ -12,6 +12,7 @@ import torch
 
 from esbench.config.schema import EnvConfig
 from esbench.policies.cnn import (
+    BatchedCNN,
     CNNPolicy,
     VirtualBatchNorm,
     a3c_cnn,
@@ -132,3 +133,32 @@ def test_reference_batch_reproducible_across_processes() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip().splitlines()[-1] == _digest(a)
+
+
+@pytest.mark.parametrize("vbn", [True, False])
+def test_batched_forward_equals_each_member_alone_exactly(vbn: bool, ref_batch: np.ndarray) -> None:
+    """Tolerance zero: each slot's logits are bit-identical to the member's own policy, whatever
+    shares the batch, its size (every prefix) and its slot. That keeps ``algo.rollout_batch`` and
+    the number of workers out of a run's numbers."""
+    pol = CNNPolicy(OBS_SHAPE, 6, ref_batch if vbn else None)
+    rng = np.random.default_rng(5)
+    base = pol.init_params(rng)
+    members = [base + 0.05 * rng.standard_normal(base.size, dtype=np.float32) for _ in range(6)]
+    obs = rng.integers(0, 256, (6, *OBS_SHAPE), dtype=np.uint8)
+    alone = []
+    for theta, o in zip(members, obs, strict=True):
+        pol.set_params(theta)
+        alone.append((pol.logits(o), pol.act(o)))
+    batched = BatchedCNN(pol, 6)
+    for order in ([0, 1, 2, 3, 4, 5], [5, 3, 1, 0, 2, 4]):  # the same members in other slots
+        for slot, k in enumerate(order):
+            batched.set_slot(slot, members[k])
+        for n in range(1, 7):
+            view = batched.prefix(n)
+            logits = view.logits(obs[order[:n]]).numpy()
+            actions = view.act(obs[order[:n]])
+            for row, k in enumerate(order[:n]):
+                np.testing.assert_array_equal(logits[row], alone[k][0])
+                assert int(actions[row]) == alone[k][1]
+    with pytest.raises(ValueError):
+        batched.prefix(7)

@@ -2,8 +2,8 @@
 (esbench/envs/continual_world.py).
 
 The weld-row fix is tested on synthetic arrays and a synthetic MuJoCo model, without Meta-World.
-The CW tests need the optional extra (`make install-cw`) and are skipped only when Meta-World does
-not import.
+The CW tests need the optional extra, which ``make test`` installs (``make install-cw``); they are
+never skipped: without Meta-World they fail.
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@ from esbench.analysis.projection import (
     Calibration,
     Scenario,
     bottleneck,
+    bottleneck_markdown,
     generation_time,
     local_table,
     paper_projection,
+    paper_scenario,
 )
 
 
@@ -35,14 +37,14 @@ def _raw(task_ms: float = 1.0, per_episode_us: float = 5.0, beta: float = 1e8) -
         ],
         "scheduler": [
             {
-                "episodes": 0,
+                "episodes": n,
                 "task_bytes": b,
                 "tasks": k,
                 "seconds": 0.005 + k * (task_ms * 1e-3 + b / beta) + 0.0001 * k,
                 "master_cpu_s": k * (task_ms * 1e-3 + b / beta),
                 "scheduler_cpu_s": 0.5 * k * task_ms * 1e-3,
             }
-            for b in sizes
+            for n, b in zip((40, 2_000, 10_000), sizes, strict=True)
             for k in (2, 8, 32, 128)
         ],
     }
@@ -56,6 +58,36 @@ def test_calibration_recovers_the_constants_it_was_made_from() -> None:
     assert cal.task_s == pytest.approx(1e-3, rel=1e-6)
     assert cal.scheduler_bytes_per_s == pytest.approx(1e8, rel=1e-6)
     assert cal.round_s == pytest.approx(0.005, rel=1e-6)
+
+
+def test_real_run_payloads_win_over_built_messages_and_the_report_says_what_is_implemented() -> None:
+    """With real-run payloads (``esbench bench projection``'s ``payloads``) the bytes are fitted to
+    them; the verdict names ``algo.sync_history=1`` as implemented, the sub-masters as projected,
+    and shows the measured cost of the sync history on a real run."""
+    raw = _raw()
+    raw["payloads"] = [
+        {"episodes": n, "history": h, "task_bytes": 2_000 + (40 if h == 4 else 10) * n}
+        for n in (40, 1_000)
+        for h in (4, 1)
+    ]
+    raw["sync_history_cost"] = [
+        {"history": h, "generations": 20, "snapshots_sent": s, "bytes_to_workers_per_generation": b,
+         "seconds_per_generation": 0.7, "wall_clock_s": 15.0, "params_sha256": "ab" * 32}
+        for h, s, b in ((4, 0, 9_000.0), (1, 2, 5_000.0))
+    ]  # fmt: skip
+    cal = Calibration.from_dict(raw)
+    assert cal.payload_source == "real runs"
+    assert cal.bytes_history4 == pytest.approx((2_000, 40), rel=1e-6)
+    assert cal.bytes_history1 == pytest.approx((2_000, 10), rel=1e-6)
+    assert Calibration.from_dict(_raw()).payload_source == "built messages"
+    # a smaller payload per task moves the half-efficiency point out
+    four, one = (bottleneck(cal, paper_scenario(cal, h))["half_efficiency_workers"] for h in (4, 1))
+    assert one > four
+    text = bottleneck_markdown(cal)
+    assert "`algo.sync_history=1` | implemented, measured" in text
+    assert "sub-masters), 4 records | projected" in text
+    assert "| 1 | 20 | 2 | 5.0 | 0.700 | yes |" in text  # the real run's snapshots, counted
+    assert "Measured serial cost per task at 10,000 episodes" in text
 
 
 def test_bottleneck_is_where_serial_time_equals_rollouts() -> None:

@@ -16,7 +16,7 @@ import pytest
 from esbench.analysis.figures import algo_color, algo_label
 from esbench.analysis.load import is_es
 from esbench.config.compose import CONF_DIR, compose_run_config
-from esbench.config.registry import algorithms, get_algorithm
+from esbench.config.registry import FAMILIES, algorithms, get_algorithm
 from esbench.config.validate import ConfigError
 from esbench.recipes import _job_cost
 from esbench.runner import trainer_for
@@ -91,7 +91,24 @@ def test_run_help_lists_every_group_and_algorithm() -> None:
         assert group in out
     for key, spec in algorithms().items():
         assert key in out and spec.description in out
-    assert "family_env" not in out
+    groups = re.findall(r"^  (\w+):$", out, flags=re.M)
+    assert "family_env" not in groups and "algo_env" not in groups  # not chosen by hand
+    pairs = out.split("applied by themselves")[1]
+    for group in ("family_env", "algo_env"):
+        for f in (CONF_DIR / group).glob("*.yaml"):
+            assert f"{group}/{f.stem}" in pairs, f  # listed where they apply, with their description
+
+
+def test_every_pair_settings_file_names_a_registered_pair() -> None:
+    """conf/family_env/<family>_<env>.yaml and conf/algo_env/<algo>_<env>.yaml apply only when the
+    name matches: a misspelled one would never apply, silently. Each names a family or registered
+    algorithm and an env option."""
+    envs = {p.stem for p in (CONF_DIR / "env").glob("*.yaml")}
+    firsts = {"family_env": set(FAMILIES), "algo_env": set(algorithms())}
+    for group, allowed in firsts.items():
+        for f in (CONF_DIR / group).glob("*.yaml"):
+            rests = [f.stem[len(a) + 1 :] for a in allowed if f.stem.startswith(f"{a}_")]
+            assert any(env in envs for env in rests), f"{group}/{f.name} names no ({group[:-4]}, env) pair"
 
 
 def test_cfg_job_prints_the_validated_config_without_running(tmp_path: Path) -> None:

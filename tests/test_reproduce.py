@@ -147,3 +147,36 @@ def test_decisive_scale_gives_es_the_papers_trpo_timesteps_and_stops_at_its_scor
         assert float(j["budget.stop_at_return"]) == row["trpo_score"]
     with pytest.raises(RecipeError, match="recipe curves has no scale=decisive"):
         get_recipe("curves").plan("decisive")
+
+
+def test_paper_scale_gives_es_1_5x_the_papers_es_timesteps_with_stop_at_target_and_trpo_5m() -> None:
+    """Issue #15 item 4, composed (nothing run): at scale=paper each ES job gets 1.5x the paper's ES
+    timesteps to its 100% target on its environment and stops at that target (the paper's TRPO score);
+    every TRPO job gets the paper's 5M timesteps and no target; six seeds, the paper's noise table."""
+    import math
+
+    from esbench.analysis.table1 import load_mujoco_reference
+    from esbench.runner import load_components
+
+    load_components()  # the registry says which algorithms are ES (as the CLI does before planning)
+    ref = load_mujoco_reference()
+    full = ref[ref["progress_fraction"] == 1.0].set_index("gymnasium_id")
+    envs = {"halfcheetah": "HalfCheetah-v5", "hopper": "Hopper-v5", "inverted_double_pendulum":
+            "InvertedDoublePendulum-v5", "inverted_pendulum": "InvertedPendulum-v5", "swimmer": "Swimmer-v5",
+            "walker2d": "Walker2d-v5"}  # fmt: skip
+    jobs = [dict(a.split("=", 1) for a in job) for job in all_jobs(get_recipe("table1"), "paper")]
+    es = [j for j in jobs if j["algo"] == "openai_es"]
+    trpo = [j for j in jobs if j["algo"] == "trpo"]
+    assert {j["env"] for j in es} == {j["env"] for j in trpo} == set(envs)
+    for j in es:
+        row = full.loc[envs[j["env"]]]
+        assert int(j["budget.timesteps"]) == math.ceil(1.5 * row["es_timesteps"])
+        assert float(j["budget.stop_at_return"]) == row["trpo_score"]
+        assert int(j["algo.noise_table_size"]) == 250_000_000
+    for j in trpo:
+        assert int(j["budget.timesteps"]) == 5_000_000 and "budget.stop_at_return" not in j
+    assert all(j["budget"] == "paper" for j in jobs) and len(jobs) == 2 * 6 * 6
+    for algo in ("openai_es", "trpo"):
+        for env in envs:
+            seeds = sorted(int(j["seed"]) for j in jobs if (j["algo"], j["env"]) == (algo, env))
+            assert seeds == [0, 1, 2, 3, 4, 5], (algo, env)  # the paper's six seeds

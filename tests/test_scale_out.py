@@ -2,6 +2,8 @@
 
 * The byte counts are checked on known messages, and steady-state bytes per generation are checked
   not to grow with the parameter count (a ~300-parameter and a ~1M-parameter MLP).
+* ``algo.sync_history`` (generation records per sync message): a worker further behind needs a
+  snapshot; 1 record instead of 4 sends fewer bytes and changes no number.
 * A worker killed from outside with SIGKILL in the middle of a generation, a worker added mid-run,
   and a worker lost mid-sweep on the Dask launcher: every run ends with the same ``params_sha256``
   as an undisturbed one, and ``metrics.csv`` shows the worker count change.
@@ -26,9 +28,9 @@ from distributed import Client
 
 from esbench.config.compose import compose_run_config
 from esbench.runtime.evaluator import MemberEvaluator
-from esbench.runtime.replica import GenerationRecord, SyncMessage
+from esbench.runtime.replica import GenerationRecord, SyncMessage, advance, state_digest
 from esbench.runtime.wire import WireStats, payload_bytes
-from esbench.runtime.worker import ChunkResult, RunSpec, evaluate_chunk
+from esbench.runtime.worker import ChunkResult, RunContext, RunSpec, evaluate_chunk
 from esbench.strategies.base import Population
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
 
@@ -114,6 +116,76 @@ def test_steady_state_bytes_do_not_grow_with_the_parameter_count(tmp_path: Path)
     for m in runs.values():
         assert (m["snapshots_sent"] == 0).all()  # every worker kept up by replay
         assert m["bytes_to_workers"].notna().all() and (m["bytes_to_workers"] > 0).all()
+
+
+# --- the sync history: records per message, a setting that changes bytes, never numbers ----------
+
+
+def test_a_worker_further_behind_than_the_sync_history_needs_a_snapshot() -> None:
+    """A worker at generation 0 reaches generation 3 by replay only if the message carries all three
+    records; with fewer it answers stale, and a snapshot brings it there."""
+    cfg = compose_run_config(["env=inverted_pendulum", *SMALL])
+    spec = RunSpec.from_config(cfg, "key")
+    master, worker = RunContext(spec), RunContext(spec)
+    state = master.initial_state()
+    assert worker.sync(SyncMessage(0, state_digest(state), ()), None) is not None  # at generation 0
+    rng = np.random.default_rng(0)
+    records = []
+    for _ in range(3):
+        pop = master.strategy.ask(state.es)
+        record = GenerationRecord(pop, rng.normal(size=(len(pop.offsets), 2)))
+        state, _ = advance(master.strategy, state, record)
+        records.append(record)
+    digest = state_digest(state)
+    for history in (1, 2):
+        assert worker.sync(SyncMessage(3, digest, tuple(records[-history:])), None) is None
+    assert worker.sync(SyncMessage(3, digest, tuple(records[-1:])), state) is state  # the snapshot
+    caught_up = RunContext(spec)
+    caught_up.sync(SyncMessage(0, state_digest(master.initial_state()), ()), None)
+    replayed = caught_up.sync(SyncMessage(3, digest, tuple(records)), None)
+    assert replayed is not None and state_digest(replayed) == digest
+    for ctx in (master, worker, caught_up):
+        ctx.close()
+
+
+def test_sync_history_changes_the_bytes_not_the_numbers(tmp_path: Path) -> None:
+    """``algo.sync_history`` 4 (the default) and 1 on the same 2 workers: the same run id, metrics
+    and parameters; each task carries 3 fewer generation records, so fewer bytes per generation."""
+    from distributed import LocalCluster
+
+    from esbench.runner import run
+
+    raw, runs, names = {}, {}, {}
+    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as lc:
+        for history in (4, 1):
+            cfg = compose_run_config(
+                ["env=inverted_pendulum", "budget=smoke", *SMALL, "env.max_episode_steps=20",
+                 "budget.generations=8", "budget.timesteps=1000000000",
+                 "eval.interval_timesteps=1000000000", "eval.episodes=1", "cluster=address",
+                 f"cluster.address={lc.scheduler_address}", f"algo.sync_history={history}",
+                 f"results_dir={tmp_path / f'h{history}'}"]
+            )  # fmt: skip
+            run_dir = run(cfg).run_dir
+            names[history], runs[history] = run_dir.name, read_run(run_dir)
+            raw[history] = pd.read_csv(run_dir / "metrics.csv")
+    assert names[4] == names[1]  # a non-semantic key: the same run
+    pd.testing.assert_frame_equal(runs[4][0], runs[1][0])
+    assert runs[4][1]["params_sha256"] == runs[1][1]["params_sha256"]
+    assert (raw[4]["workers"] == 2).all() and (raw[1]["workers"] == 2).all()
+    # steady generations without a resync (with 1 record, a worker that missed a generation gets one)
+    per_gen = {h: _steady(m)[_steady(m)["snapshots_sent"] == 0]["bytes_to_workers"] for h, m in raw.items()}
+    assert len(per_gen[4]) >= 1 and len(per_gen[1]) >= 1
+    # 2 tasks x 3 records x 20 pairs x (an int64 offset and two float64 returns), at the least
+    assert per_gen[4].mean() - per_gen[1].mean() >= 2 * 3 * 20 * 24, (per_gen[4].mean(), per_gen[1].mean())
+
+
+def test_bad_sync_history_is_rejected_before_any_work(tmp_path: Path) -> None:
+    proc = esbench("run", "algo.sync_history=0", f"results_dir={tmp_path}", check=False, timeout=60)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "algo.sync_history=0 is out of range" in lines[0], proc.stderr
+    assert "algo.sync_history >= 1" in lines[0]
+    assert not any(tmp_path.iterdir())  # nothing was started
 
 
 # --- workers that come and go: real `dask scheduler` and `dask worker` processes ------------------

@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from esbench.analysis.retention import load_snapshots, run_retention, sequence_curves
+from esbench.analysis.retention import load_snapshots, param_drift, run_retention, sequence_curves
+from esbench.tracking.drift import DRIFT_COLUMNS, KL_COLUMN, load_stage_states
 from esbench.tracking.schema import METRIC_COLUMNS
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
 
@@ -81,6 +82,28 @@ def check_data_model(run_dir: Path, stages: list[str]) -> tuple[pd.DataFrame, di
     np.testing.assert_array_equal(snaps.boundaries, ends)
     assert _sha(snaps.params[-1]) == summary["params_sha256"]
     assert snaps.layout is not None
+    # Drift at every point (esbench.tracking.drift): from the start of the stage trained, so 0 at
+    # timestep 0 and, at the end of stage 0, the snapshots' own update of stage 0.
+    assert evals[list(DRIFT_COLUMNS)].notna().all().all()
+    assert metrics.loc[metrics["eval_return_mean"].isna(), list(DRIFT_COLUMNS)].isna().all().all()
+    assert (first["drift_l2"] == 0.0).all() and (first["drift_sparsity_1e-6"] == 1.0).all()
+    end0 = evals[(evals["timesteps"] == ends[0]) & (evals["train_task"] == stages[0])].set_index("eval_task")
+    assert end0.loc[stages[0], "drift_l2"] == pytest.approx(
+        param_drift(snaps.params[1], snaps.params[0])["l2"]
+    )
+    if len(stages) == 1:  # a single stage (a reference run): no later stage, so no KL at all
+        assert metrics[KL_COLUMN].isna().all()
+        assert not (run_dir / "stage_states.npz").exists()
+        return metrics, summary
+    # Policy KL on stage 0's states from the policy that ended it: 0 there, logged from then on on
+    # stage 0's rows, never on the last stage's (no later stage to compare with).
+    assert end0.loc[stages[0], KL_COLUMN] == 0.0
+    assert evals.loc[evals["timesteps"] < ends[0], KL_COLUMN].isna().all()
+    assert evals.loc[evals["eval_task"] == stages[-1], KL_COLUMN].isna().all()
+    later = evals[(evals["train_task"] == stages[1]) & (evals["eval_task"] == stages[0])][KL_COLUMN]
+    assert len(later) and later.notna().all() and (later >= 0).all() and later.iloc[-1] > 0
+    (recorded,) = load_stage_states(run_dir / "stage_states.npz")
+    assert recorded.stage == stages[0] and 1 <= len(recorded.states) <= 256
     return metrics, summary
 
 
@@ -173,20 +196,32 @@ def test_rl_sequence_end_to_end(tmp_path: Path) -> None:
     assert end0["eval_return_mean"].item() == alone["final_eval_return"]
 
 
-def test_rl_timestep_zero_row_is_the_untrained_policy(tmp_path: Path) -> None:
-    """Issue #15: the first row is generation 0 at timestep 0, and its return is the untrained
-    model's on the fixed evaluation seeds, computed here independently of the run."""
+#: One tiny CartPole run per RL baseline for the timestep-0 test (budgets just past one evaluation).
+RL_T0 = {
+    "a2c": ["budget.timesteps=1000", "eval.interval_timesteps=500"],
+    "trpo": ["budget.timesteps=1024", "eval.interval_timesteps=512"],
+    "ppo": ["budget.timesteps=1024", "eval.interval_timesteps=512"],
+    "dqn": ["budget.timesteps=1000", "eval.interval_timesteps=500"],
+}
+
+
+@pytest.mark.parametrize("algo", sorted(RL_T0))
+def test_rl_timestep_zero_row_is_the_untrained_policy(algo: str, tmp_path: Path) -> None:
+    """Issue #15, every RL baseline: the first row is generation 0 at timestep 0, and its return is
+    the untrained model's on the fixed evaluation seeds, computed here independently of the run
+    (same model construction, same evaluation protocol)."""
     from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
     from esbench.baselines.configs import resolve_hparams
     from esbench.baselines.evaluation import evaluate
     from esbench.baselines.sb3 import build_model, make_training_env
     from esbench.config.compose import compose_run_config
+    from esbench.config.eval_protocol import eval_protocol
     from esbench.envs import make_env
     from esbench.runner import load_components
 
-    args = ["algo=a2c", "env=cartpole", "budget.timesteps=1000", "eval.interval_timesteps=500",
-            "eval.episodes=3", "tracker=none", "tracker.console=false"]  # fmt: skip
+    args = [f"algo={algo}", "env=cartpole", *RL_T0[algo], "eval.episodes=3", "tracker=none",
+            "tracker.console=false"]  # fmt: skip
     esbench("run", *args, f"results_dir={tmp_path}")
     metrics, summary = read_run(only_run_dir(tmp_path))
     first = metrics.iloc[0]
@@ -198,21 +233,43 @@ def test_rl_timestep_zero_row_is_the_untrained_policy(tmp_path: Path) -> None:
     venv = make_training_env(cfg, hp)
     model = build_model(cfg, hp, venv)
     env = make_env(cfg.env, training=False)
-    mean, std, _ = evaluate(model, env, int(cfg.eval.seed), 3, unwrap_vec_normalize(venv))
+    mean, std, _ = evaluate(
+        model, env, int(cfg.eval.seed), 3, unwrap_vec_normalize(venv),
+        protocol=eval_protocol(cfg), run_seed=int(cfg.seed), timestep=0,
+    )  # fmt: skip
     assert (first["eval_return_mean"], first["eval_return_std"]) == (mean, std)
     assert metrics["timesteps"].is_monotonic_increasing and len(metrics) >= 3  # then the schedule
-    assert metrics["timesteps"].iloc[-1] == summary["total_timesteps"] >= 1000
+    assert metrics["timesteps"].iloc[-1] == summary["total_timesteps"] >= int(RL_T0[algo][0].split("=")[1])
 
 
-def test_es_timestep_zero_row_is_the_untrained_policy(tmp_path: Path) -> None:
-    """Issue #15 for ES: row 0 is generation 0 at timestep 0 with the initial parameters' return on
-    the fixed evaluation seeds, recomputed here in-process from the seed alone."""
+#: ES variants whose timestep-0 test runs by default (~5 s each on an idle machine); the rest of
+#: the registry runs with the slow tests.
+ES_T0_DEFAULT = ("openai_es", "ars")
+
+
+def _es_keys() -> list[object]:
+    """Every registered ES variant (the registry fills as the strategy modules import), those
+    outside :data:`ES_T0_DEFAULT` marked slow."""
+    import esbench.strategies  # noqa: F401 - registers every variant
+    from esbench.config.registry import algorithms
+
+    return [
+        key if key in ES_T0_DEFAULT else pytest.param(key, marks=pytest.mark.slow)
+        for key in sorted(algorithms("es"))
+    ]
+
+
+@pytest.mark.parametrize("algo", _es_keys())
+def test_es_timestep_zero_row_is_the_untrained_policy(algo: str, tmp_path: Path) -> None:
+    """Issue #15 for every ES variant in the registry: row 0 is generation 0 at timestep 0 with the
+    initial parameters' return on the fixed evaluation seeds, recomputed here in-process from the
+    seed alone."""
     from esbench.config.compose import compose_run_config
     from esbench.runner import load_components
     from esbench.runtime.replica import SyncMessage, state_digest
     from esbench.runtime.worker import RunContext, RunSpec, evaluate_chunk
 
-    args = ["algo=openai_es", "env=cartpole", *SMALL[2:], "budget.timesteps=3000",
+    args = [f"algo={algo}", "env=cartpole", *SMALL[2:], "budget.timesteps=3000",
             "eval.interval_timesteps=2000", "eval.episodes=3", "tracker=none",
             "tracker.console=false"]  # fmt: skip
     esbench("run", *args, f"results_dir={tmp_path}")
@@ -220,7 +277,7 @@ def test_es_timestep_zero_row_is_the_untrained_policy(tmp_path: Path) -> None:
     first = metrics.iloc[0]
     assert (first["generation"], first["timesteps"], first["episodes"]) == (0, 0, 0)
     load_components()
-    spec = RunSpec.from_config(compose_run_config(args), "t0-check")
+    spec = RunSpec.from_config(compose_run_config(args), f"t0-check-{algo}")  # contexts are cached by run id
     state = RunContext(spec).initial_state()
     result = evaluate_chunk(spec, SyncMessage(0, state_digest(state)), [0, 1, 2], "eval", snapshot=state)
     returns = result.returns[:, 0]
@@ -269,6 +326,27 @@ def test_rl_stop_at_target_reached_by_the_untrained_policy_trains_nothing(tmp_pa
     metrics, summary = read_run(only_run_dir(tmp_path))
     assert summary["stopped_at_return"] is True and summary["total_timesteps"] == 0
     assert len(metrics) == 1 and metrics["timesteps"].item() == 0
+
+
+def test_stop_at_return_by_env_wins_for_its_env_only(tmp_path: Path) -> None:
+    """budget.stop_at_return_by_env (what a recipe fills from published targets) names a score per
+    env id: for this run's env it wins over budget.stop_at_return (here the untrained policy already
+    reaches -1, so the ES run stops at timestep 0 and trains nothing); another env's entry leaves
+    the run on budget.stop_at_return."""
+    from esbench.config.compose import compose_run_config
+    from esbench.config.schema import stop_at_return
+    from esbench.runner import load_components
+
+    args = ["algo=openai_es", "env=cartpole", *SMALL[2:], "budget.timesteps=3000",
+            "eval.interval_timesteps=2000", "eval.episodes=3", "tracker=none", "tracker.console=false",
+            "budget.stop_at_return=1000000"]  # fmt: skip
+    esbench("run", *args, "+budget.stop_at_return_by_env.CartPole-v1=-1", f"results_dir={tmp_path}")
+    metrics, summary = read_run(only_run_dir(tmp_path))
+    assert summary["stopped_at_return"] is True and summary["stop_at_return"] == -1.0
+    assert summary["total_timesteps"] == 0 and metrics["timesteps"].tolist() == [0]
+    load_components()
+    other = compose_run_config([*args, "+budget.stop_at_return_by_env.Hopper-v5=-1"])
+    assert stop_at_return(other) == 1000000.0
 
 
 def test_a_target_with_a_sequence_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -135,7 +135,10 @@ def test_ars_version_sets_observation_normalization(overrides: list[str], obs_no
         (["algo.version=v1", "policy.obs_norm=true"], "algo.version=v1 needs policy.obs_norm=false"),
         (["env=cartpole", "algo.version=v2"], "algo.version=v2 needs policy.obs_norm=true"),
         (["algo.obs_norm_fraction=0.5"], "every state seen; algo.obs_norm_fraction=0.5; allowed: 1.0"),
-        (["algo.top_directions=9"], "exceeds the 8 directions of algo.population_size=16"),
+        (
+            ["algo.population_size=16", "algo.top_directions=9"],
+            "exceeds the 8 directions of algo.population_size=16",
+        ),
         (["algo.antithetic=false"], "allowed: algo.antithetic=true"),
     ],
 )

@@ -6,7 +6,7 @@ per (condition, grid point), ready to draw or to read targets off.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ def mean_curve(
     x: str = "timesteps",
     y: str = "eval_return_mean",
     rng: np.random.Generator | None = None,
+    stopped: Collection[object] | None = None,
 ) -> pd.DataFrame:
     """Mean curve over the runs (seeds) of one condition, on their common grid.
 
@@ -29,11 +30,14 @@ def mean_curve(
         x: x column (``timesteps``, ``wall_clock_s``, ``frames``).
         y: y column.
         rng: Generator for the 95% bootstrap band; None skips the band (low/high NaN).
+        stopped: run_ids that ended at their target score (``budget.stop_at_return``): carried
+            forward at their stopping score to the end of the others (their end does not cut the
+            curve short; :func:`esbench.analysis.stats.interpolate_runs`).
 
     Returns:
         DataFrame of shape (n_grid, 5) with columns :data:`CURVE_COLUMNS`.
     """
-    grid, values, run_ids = interpolate_runs(curves, x=x, y=y)
+    grid, values, run_ids = interpolate_runs(curves, x=x, y=y, carry=stopped)
     if values.size == 0:
         return pd.DataFrame(columns=list(CURVE_COLUMNS))
     mean = values.mean(axis=0)
@@ -50,9 +54,10 @@ def aggregate_curves(
     x: str = "timesteps",
     y: str = "eval_return_mean",
     rng: np.random.Generator | None = None,
+    stopped: Collection[object] | None = None,
 ) -> pd.DataFrame:
     """:func:`mean_curve` for every condition of ``by`` (groups in sorted order, so the shared
-    Generator is consumed reproducibly).
+    Generator is consumed reproducibly); ``stopped`` run_ids are carried forward (see there).
 
     Returns:
         Tidy DataFrame: the ``by`` columns then :data:`CURVE_COLUMNS`.
@@ -60,7 +65,7 @@ def aggregate_curves(
     parts = []
     for key, group in curves.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        part = mean_curve(group, x=x, y=y, rng=rng)
+        part = mean_curve(group, x=x, y=y, rng=rng, stopped=stopped)
         for col, val in zip(by, key, strict=True):
             part[col] = val
         parts.append(part)

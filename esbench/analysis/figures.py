@@ -6,7 +6,7 @@ state, no GUI backend), and saved without timestamps so that the same data give 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -113,6 +113,7 @@ def plot_learning_curves(
     rng: np.random.Generator | None = None,
     title: str = "",
     series: Sequence[str] = ("algo",),
+    stopped: Collection[object] | None = None,
 ) -> list[Path]:
     """Mean evaluation return over seeds with its 95% bootstrap band, one panel per env.
 
@@ -128,6 +129,9 @@ def plot_learning_curves(
         title: Figure title.
         series: Columns naming one line; the first must be ``algo`` (it sets the colour), the
             others (e.g. ``frame_skip``, ``workers``) set the line style.
+        stopped: run_ids that ended at their target score (``budget.stop_at_return``): drawn at
+            their stopping score from their stop to the end of the other seeds, so that an early
+            stopper does not cut its condition's curve short.
 
     Returns:
         [png path, pdf path].
@@ -136,7 +140,7 @@ def plot_learning_curves(
     envs = sorted(curves["env_id"].unique())
     multi = len(envs) > 1 and series == ["algo"]
     fig, axes = new_figure(len(envs) + int(multi))
-    agg = aggregate_curves(curves, ["env_id", *series], x=x, rng=rng)
+    agg = aggregate_curves(curves, ["env_id", *series], x=x, rng=rng, stopped=stopped)
     names = curves.drop_duplicates("env_id").set_index("env_id")["env_name"]
     extras = (
         sorted({tuple(k) for k in curves[series[1:]].itertuples(index=False)}) if len(series) > 1 else [()]
@@ -439,6 +443,61 @@ def plot_retention_drift(
                     else f"Fraction of parameters with |Δ| <= {tau:g}"
                 )
                 ax.legend(loc="best", frameon=False)
+    return savefig(fig, stem)
+
+
+#: The panels of :func:`plot_retention_drift_curves`: column, title, y label.
+_DRIFT_PANELS: tuple[tuple[str, str, str], ...] = (
+    ("drift_rel", "relative L2 drift since the stage began", "||θ(t) - θ_b|| / ||θ_b||"),
+    ("drift_sparsity_1e-6", "update sparsity since the stage began (tau=1e-6)", "Fraction with |Δ| <= 1e-6"),
+    ("policy_kl", "policy KL on earlier stages' states", "mean KL(π_end of k || π(t))"),
+)
+
+
+def plot_retention_drift_curves(
+    drift_curves: pd.DataFrame,
+    boundaries: pd.DataFrame,
+    stem: str | Path,
+    rng: np.random.Generator | None = None,
+) -> list[Path]:
+    """Drift at every evaluation point against timesteps, one row of three panels per sequence.
+
+    Relative L2 drift and update sparsity of the parameters from the last stage-boundary snapshot
+    (they restart at every boundary), and the policy KL on the states each ended stage's final
+    policy visited (mean over the ended stages; from the first boundary on). ES solid, RL dashed;
+    mean over seeds with a 95% bootstrap band; dotted lines: the stage boundaries (mean ``T_k``).
+
+    Args:
+        drift_curves: :attr:`esbench.analysis.retention_report.RetentionData.drift_curves`.
+        boundaries: :attr:`esbench.analysis.retention_report.RetentionData.boundaries`.
+        stem: Output path without suffix.
+        rng: Generator for the bands (None: no bands).
+
+    Returns:
+        [png path, pdf path].
+    """
+    seqs = sorted(drift_curves["sequence"].unique())
+    fig, axes = new_figure(len(_DRIFT_PANELS) * max(len(seqs), 1), ncols=len(_DRIFT_PANELS))
+    with _style():
+        for n, seq in enumerate(seqs):
+            rows = drift_curves[drift_curves["sequence"] == seq]
+            ends = boundaries[boundaries["sequence"] == seq].groupby("stage_index")["end_timesteps"].mean()
+            for m, (col, title, ylabel) in enumerate(_DRIFT_PANELS):
+                ax = axes[len(_DRIFT_PANELS) * n + m]
+                have = rows[rows[col].notna()]
+                for algo, curve in aggregate_curves(have, ["algo"], x="timesteps", y=col, rng=rng).groupby(
+                    "algo", sort=True
+                ):
+                    label = f"{algo_label(str(algo))} (n={int(curve['n_seeds'].iloc[0])})"
+                    _band(ax, curve, algo_color(str(algo)), label, linestyle=_family_style(str(algo)))
+                for k, t in ends.items():
+                    if int(k) < len(ends) - 1:
+                        ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)
+                ax.set_title(f"{seq}: {title}")
+                ax.set_xlabel("Environment timesteps over the sequence")
+                ax.set_ylabel(ylabel)
+                if ax.get_legend_handles_labels()[0]:
+                    ax.legend(loc="best", frameon=False)
     return savefig(fig, stem)
 
 

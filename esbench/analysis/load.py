@@ -188,6 +188,10 @@ def read_config(path: Path) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
 
 
+#: Top-level keys every esbench config.yaml holds, after every group (so a cut file lacks them).
+WRITTEN_LAST = ("seed", "experiment")
+
+
 def config_value(config: dict[str, Any], key: str, default: Any = None) -> Any:
     """The value at dotted ``key`` of a :func:`read_config` mapping; ``default`` where the key is
     absent, left mandatory (``???``) or an unresolved interpolation (``${...}``)."""
@@ -216,6 +220,11 @@ def _config_row(run_dir: Path) -> dict[str, Any]:
         raise UnreadableRunFile(path, _reason(e)) from None
     if not text.endswith("\n"):  # esbench writes it whole, newline-terminated, atomically
         raise UnreadableRunFile(path, "truncated: no final newline")
+    # A file cut at a line end still parses: the top-level keys esbench writes last must be there
+    # (as keys: their value may be an interpolation, which the summary then supplies).
+    absent = [k for k in WRITTEN_LAST if not (isinstance(cfg, dict) and k in cfg)]
+    if absent:
+        raise UnreadableRunFile(path, f"truncated: no {', '.join(absent)} key")
     summary = _read_json(run_dir / SUMMARY_FILE) if (run_dir / SUMMARY_FILE).is_file() else {}
     lacking = [
         k for k in REQUIRED_CONFIG

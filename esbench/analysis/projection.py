@@ -15,10 +15,11 @@ Assumptions, beside the formula they enter:
 * ``a + W * (s + b(E) / beta)``: W tasks pass one after another through the master (submitting,
   gathering) and the scheduler (one event loop), which work at once, so the busier of the two sets
   the pace: ``s`` per task and the task's payload ``b(E)`` (O(E) bytes: the sync message's
-  generation records) at ``beta`` bytes/s, fitted to the CPU time both processes spend on rounds
-  of 2..128 tasks on a real ``dask scheduler`` process; ``a``, a round's fixed wall-clock, fitted
-  to the rounds' wall-clock. Assumed to hold at thousands of workers (no queueing collapse, a
-  network faster than the scheduler: ``beta`` is measured on loopback).
+  ``algo.sync_history`` generation records, measured from real runs) at ``beta`` bytes/s, fitted
+  to the CPU time both processes spend on rounds of 2..512 tasks carrying 1- and 4-record payloads
+  on a real ``dask scheduler`` process; ``a``, a round's fixed wall-clock, fitted to the rounds'
+  wall-clock. Assumed to hold at thousands of workers (no queueing collapse, a network faster than
+  the scheduler: ``beta`` is measured on loopback).
 * ``P / min(W, cores)``: rollouts divide evenly over the workers (no straggler beyond the measured
   per-step cost ``c_env``); more workers than cores add no speed (oversubscription).
 * Results (a few hundred bytes per task) and evaluations are left out.
@@ -30,9 +31,16 @@ Assumptions, beside the formula they enter:
 
 The serial part (master + scheduler) grows with W while the parallel part shrinks as 1/W; the
 model states the W at which they are equal (efficiency 1/2) and the W past which more workers make
-a generation slower (``sqrt(P / slope)``), and the same for two design changes whose costs are
-measured too: a sync message of 1 record instead of 4 (smaller payloads), and one task per
-18-core machine that fans out to its cores (a tree of sub-masters: W / 18 tasks).
+a generation slower (``sqrt(P / slope)``), for esbench's runtime and two design changes:
+
+* **A sync message of 1 record instead of 4: implemented and measured.** ``algo.sync_history=1``
+  (:class:`esbench.config.schema.ESConfig`; 4 by default) sends each task only the last
+  generation's record; a worker further behind gets a snapshot, so the numbers are the same. Its
+  payloads come from real runs, its per-task scheduler cost from real rounds, and its cost on a
+  real 2-worker run (snapshots sent) from ``esbench bench projection``.
+* **One task per 18-core machine that fans out to its cores (a tree of sub-masters: W / 18
+  tasks): projected, not implemented.** Its per-task costs are the measured ones; the sub-master's
+  own fan-out (18 local tasks) is assumed free.
 """
 
 from __future__ import annotations
@@ -72,10 +80,15 @@ class Calibration:
         step_s: Seconds per ES timestep on one core, by environment id.
         master: (intercept s, slope s per episode) of the master's time per generation.
         bytes_history4: (intercept, slope per episode) of a task's payload with 4 records.
-        bytes_history1: The same with 1 record.
+        bytes_history1: The same with 1 record (``algo.sync_history=1``).
         round_s: Fixed seconds of a round of tasks (``a``).
         task_s: Seconds per task at zero payload (``s``).
         scheduler_bytes_per_s: Payload bytes the scheduler moves per second (``beta``).
+        payload_source: ``"real runs"`` (``metrics.csv`` of real runs) or ``"built messages"``
+            (older calibrations, without real runs).
+        task_costs: Measured serial seconds per task by payload: (episodes, records, bytes, s).
+        sync_history_runs: What each sync history did in a real 2-worker run (snapshots sent,
+            bytes and seconds per generation, ``params_sha256``), as measured.
     """
 
     cores: int
@@ -86,19 +99,23 @@ class Calibration:
     round_s: float
     task_s: float
     scheduler_bytes_per_s: float
+    payload_source: str = "built messages"
+    task_costs: tuple[tuple[int, int, int, float], ...] = ()
+    sync_history_runs: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Calibration:
         """Fit the constants to the raw measurements of :func:`esbench.bench.projection.bench_projection`."""
         master = _linear_fit([m["episodes"] for m in d["master"]], [m["seconds"] for m in d["master"]])
+        sizes = d.get("payloads") or d["messages"]  # real runs when measured
         by_history = {
             h: _linear_fit(
-                [m["episodes"] for m in d["messages"] if m["history"] == h],
-                [m["task_bytes"] for m in d["messages"] if m["history"] == h],
+                [m["episodes"] for m in sizes if m["history"] == h],
+                [m["task_bytes"] for m in sizes if m["history"] == h],
             )
             for h in (4, 1)
         }
-        per_payload = []  # (payload bytes, round's fixed wall-clock, serial CPU seconds per task)
+        per_payload = []  # (episodes, records, payload bytes, round's fixed wall-clock, s per task)
         for size in sorted({r["task_bytes"] for r in d["scheduler"]}):
             rows = [r for r in d["scheduler"] if r["task_bytes"] == size]
             k = [r["tasks"] for r in rows]
@@ -106,17 +123,20 @@ class Calibration:
             # master and scheduler work on a round's tasks at once (a pipeline): the busier one sets
             # the pace. Workers' own per-task work is not serial on a cluster (one task each).
             _, s = _linear_fit(k, [max(r["master_cpu_s"], r["scheduler_cpu_s"]) for r in rows])
-            per_payload.append((size, a, s))
-        s0, inv_beta = _linear_fit([p[0] for p in per_payload], [p[2] for p in per_payload])
+            per_payload.append((int(rows[0]["episodes"]), int(rows[0].get("history", 4)), size, a, s))
+        s0, inv_beta = _linear_fit([p[2] for p in per_payload], [p[4] for p in per_payload])
         return cls(
             cores=int(d.get("cores") or 1),
             step_s={r["env_id"]: float(r["step_s"]) for r in d["rollout"]},
             master=(max(master[0], 0.0), max(master[1], 0.0)),
             bytes_history4=by_history[4],
             bytes_history1=by_history[1],
-            round_s=max(float(np.median([p[1] for p in per_payload])), 0.0),
+            round_s=max(float(np.median([p[3] for p in per_payload])), 0.0),
             task_s=max(s0, 1e-7),
             scheduler_bytes_per_s=1.0 / inv_beta if inv_beta > 0 else math.inf,
+            payload_source="real runs" if d.get("payloads") else "built messages",
+            task_costs=tuple((e, h, int(b), float(s)) for e, h, b, _, s in per_payload),
+            sync_history_runs=tuple(d.get("sync_history_cost", ())),
         )
 
     @classmethod
@@ -137,8 +157,9 @@ class Scenario:
         episodes: Episodes per generation (E).
         steps: Timesteps per generation.
         env_id: Whose per-step cost to use.
-        history: Generation records per sync message (4: esbench's runtime; 1: a design change).
-        workers_per_task: 1: one task per worker (esbench); 18: one task per 18-core machine.
+        history: Generation records per sync message (``algo.sync_history``: 4 by default, or 1).
+        workers_per_task: 1: one task per worker (esbench); 18: one task per 18-core machine (a
+            tree of sub-masters: projected, not implemented).
         cores: Cores available (None: one per worker, a cluster); W beyond them adds no speed.
     """
 
@@ -212,32 +233,44 @@ def paper_projection(
     }
 
 
+#: The designs the projection compares: (label, sync records, workers per task, status).
+DESIGNS: tuple[tuple[str, int, int, str], ...] = (
+    ("esbench: one task per worker, `algo.sync_history=4` (default)", 4, 1, "runs today"),
+    ("esbench: one task per worker, `algo.sync_history=1`", 1, 1, "implemented, measured"),
+    ("one task per 18-core machine (a tree of sub-masters), 4 records", 4, CORES_PER_MACHINE, "projected"),
+    ("one task per 18-core machine, `algo.sync_history=1`", 1, CORES_PER_MACHINE, "projected"),
+)
+
+
+def _payload(cal: Calibration, history: int, episodes: float) -> float:
+    """A task's payload in bytes with ``history`` records at ``episodes`` per generation."""
+    b0, b1 = cal.bytes_history4 if history == 4 else cal.bytes_history1
+    return b0 + b1 * episodes
+
+
 def bottleneck_markdown(cal: Calibration) -> str:
-    """The projection's verdict for the paper's Humanoid workload, as Markdown."""
-    rows = [
-        ("esbench today: one task per worker, 4 sync records", 4, 1),
-        ("sync message of 1 record", 1, 1),
-        ("one task per 18-core machine (sub-masters)", 4, CORES_PER_MACHINE),
-        ("both", 1, CORES_PER_MACHINE),
-    ]
+    """The projection's verdict for the paper's Humanoid workload, as Markdown: the designs'
+    bottlenecks, the measured per-task costs behind them, and what ``algo.sync_history=1`` did in a
+    real run here (when measured)."""
     lines = [
         f"Projection for the paper's Humanoid workload ({PAPER_EPISODES_PER_GENERATION:,} episodes of "
         f"{ASSUMED_HUMANOID_EPISODE_LENGTH:.0f} steps per generation, one core per worker; per-step cost "
         f"{1e6 * cal.step_s['Humanoid-v5']:.0f} µs, master {cal.master[1] * 1e6:.2f} µs per episode + "
         f"{cal.master[0] * 1e3:.1f} ms, scheduler {cal.round_s * 1e3:.1f} ms per round + "
-        f"{cal.task_s * 1e3:.2f} ms per task + payload at {cal.scheduler_bytes_per_s / 1e6:,.0f} MB/s):",
+        f"{cal.task_s * 1e3:.2f} ms per task + payload at {cal.scheduler_bytes_per_s / 1e6:,.0f} MB/s; "
+        f"payloads from {cal.payload_source}):",
         "",
-        "| design | task payload | efficiency 1/2 at W = | fastest at W = | minutes at 1,440 cores |",
-        "|---|---|---|---|---|",
+        "| design | status | task payload | efficiency 1/2 at W = | fastest at W = | "
+        "minutes at 1,440 cores |",
+        "|---|---|---|---|---|---|",
     ]
-    for label, history, per_task in rows:
+    for label, history, per_task, status in DESIGNS:
         sc = paper_scenario(cal, history, per_task)
         b = bottleneck(cal, sc)
-        b0, b1 = cal.bytes_history4 if history == 4 else cal.bytes_history1
         minutes = paper_projection(cal, [PAPER_POINTS[1][0]], history, per_task)["predicted_1440_minutes"]
         lines.append(
-            f"| {label} | {(b0 + b1 * sc.episodes) / 1e3:,.0f} kB | {b['half_efficiency_workers']:,.0f} | "
-            f"{b['fastest_workers']:,.0f} | {minutes:.1f} |"
+            f"| {label} | {status} | {_payload(cal, history, sc.episodes) / 1e3:,.0f} kB | "
+            f"{b['half_efficiency_workers']:,.0f} | {b['fastest_workers']:,.0f} | {minutes:.1f} |"
         )
     today = bottleneck(cal, paper_scenario(cal))
     who = "the scheduler" if today["scheduler_s"] > today["master_s"] else "the master"
@@ -245,8 +278,33 @@ def bottleneck_markdown(cal: Calibration) -> str:
         "",
         f"Paper: 657 min on 18 cores (calibrates the work), 10 min on 1,440. At the half-efficiency point "
         f"{who} takes most of the serial time ({today['scheduler_s']:.2f} s scheduler vs "
-        f"{today['master_s']:.2f} s master per generation).",
+        f"{today['master_s']:.2f} s master per generation). `algo.sync_history=1` is implemented "
+        "(its payloads, per-task costs and snapshots measured); the tree of sub-masters is projected "
+        "from the measured per-task costs and not implemented.",
     ]
+    biggest = max((e for e, _, _, _ in cal.task_costs), default=None)
+    measured = sorted((c for c in cal.task_costs if c[0] == biggest), key=lambda c: -c[1])
+    if measured:
+        cells = ", ".join(f"{h} record{'s' if h > 1 else ''} {b / 1e3:,.0f} kB: {1e3 * t:.2f} ms"
+                          for _, h, b, t in measured)  # fmt: skip
+        lines += ["", f"Measured serial cost per task at {biggest:,} episodes per generation: {cells}."]
+    if cal.sync_history_runs:
+        lines += [
+            "",
+            "What the sync history costs on this machine (HalfCheetah-v5, 2 `dask worker` processes, "
+            "`esbench bench projection`):",
+            "",
+            "| `algo.sync_history` | generations | snapshots sent | kB to workers / generation | "
+            "s / generation (median) | same `params_sha256` |",
+            "|---|---|---|---|---|---|",
+        ]
+        shas = {r["params_sha256"] for r in cal.sync_history_runs}
+        for r in cal.sync_history_runs:
+            lines.append(
+                f"| {r['history']} | {r['generations']} | {r['snapshots_sent']} | "
+                f"{r['bytes_to_workers_per_generation'] / 1e3:,.1f} | {r['seconds_per_generation']:.3f} | "
+                f"{'yes' if len(shas) == 1 else 'NO'} |"
+            )
     return "\n".join(lines)
 
 
@@ -310,15 +368,20 @@ def local_table(cal: Calibration, scaling: pd.DataFrame, curves: pd.DataFrame) -
 
 def plot_projection(cal: Calibration, local: pd.DataFrame, stem: str | Path) -> list[Path]:
     """Two panels: the paper's Humanoid (model against the paper's 18- and 1,440-core points, with
-    the sub-master design beside it), and this machine (measured against predicted)."""
+    ``algo.sync_history=1`` and the projected sub-master design beside it), and this machine
+    (measured against predicted)."""
     from esbench.analysis.figures import _style, new_figure, savefig
 
     fig, (left, right) = new_figure(2, ncols=2, panel_size=(4.2, 3.2))
     with _style():
         cores = np.unique(np.geomspace(1, 20_000, 80).round())
         for (label, history, per_task), style in zip(
-            (("esbench: one task per worker", 4, 1), ("one task per 18-core machine", 4, CORES_PER_MACHINE)),
-            ("-", "--"),
+            (
+                ("esbench, sync_history=4", 4, 1),
+                ("esbench, sync_history=1", 1, 1),
+                ("one task per 18-core machine (projected)", 4, CORES_PER_MACHINE),
+            ),
+            ("-", "-.", "--"),
             strict=True,
         ):
             minutes = paper_projection(cal, list(cores), history, per_task)["minutes"]
@@ -369,7 +432,8 @@ def projection_markdown(cal: Calibration, local: pd.DataFrame) -> str:
 
 #: The model's assumptions in one paragraph, printed beside its numbers.
 ASSUMPTIONS = (
-    "one core per worker and one task per worker each generation; the master's time linear in episodes "
+    "one core per worker and one task per worker each generation (the sub-master design: one per 18 workers, "
+    "its fan-out assumed free); the master's time linear in episodes "
     "per generation; master and scheduler handle tasks one after another at their measured CPU cost per "
     "task and bytes per second (loopback), with no queueing collapse at thousands of workers; rollouts "
     "divide evenly (no stragglers), and workers beyond the cores add nothing; results and evaluations "

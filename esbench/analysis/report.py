@@ -42,7 +42,7 @@ from esbench.analysis.retention_report import (
     scan_sequence_runs,
     wandb_summary,
 )
-from esbench.analysis.scaling import scaling_table, write_scaling
+from esbench.analysis.scaling import scaling_table, time_to_threshold, write_scaling
 from esbench.analysis.stats import check_seeds, mean_ci, partial_keys
 from esbench.analysis.table1 import (
     claim_of,
@@ -58,12 +58,21 @@ from esbench.analysis.table2 import (
     load_atari_reference,
     median_hns,
     table2,
+    win_count_interval,
     write_table2,
 )
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.time_to_score import time_to_common_score, write_time_to_score
-from esbench.analysis.verdicts import Verdict, combine
-from esbench.tracking.schema import ENV_FILE
+from esbench.analysis.verdicts import (
+    INCONCLUSIVE,
+    Verdict,
+    combine,
+    interval_verdict,
+    percentile_interval,
+    resample_means,
+    resample_medians,
+)
+from esbench.tracking.schema import CONFIG_FILE, ENV_FILE
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
@@ -108,16 +117,29 @@ class Section:
 def resolve_target(target: str, results_dir: str | Path) -> tuple[str, Path, str]:
     """(report name, runs directory, kind) of a target.
 
+    A named target's runs are ``results_dir/<target>`` (``results_dir=results/runs``), or
+    ``results_dir`` itself when it already is that directory: named after the target
+    (``results_dir=results/runs/retention``), or holding run directories and no ``<target>``
+    subdirectory (a copy of one experiment's runs under another name).
+
     Raises:
         UnknownTargetError: Not a named target, and not an existing directory.
     """
     if target in TARGETS:
-        return target, Path(results_dir) / target, target
+        root = Path(results_dir)
+        if root.name == target or (not (root / target).is_dir() and _holds_runs(root)):
+            return target, root, target
+        return target, root / target, target
     path = Path(target)
     if path.is_dir():
         name = path.resolve().name or "results"
         return (f"{name}_curves" if name in TARGETS else name), path, "path"
     raise UnknownTargetError(valid_targets_message(target))
+
+
+def _holds_runs(path: Path) -> bool:
+    """Whether ``path`` directly holds run directories (a subdirectory with ``config.yaml``)."""
+    return path.is_dir() and any((child / CONFIG_FILE).is_file() for child in path.iterdir())
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -145,20 +167,29 @@ def _curve_figures(
     for x, what in (("timesteps", "timesteps"), ("wall_clock_s", "wall-clock seconds")):
         if results.curves[x].notna().any():
             paths = figures.plot_learning_curves(
-                results.curves, root / "figures" / f"curves_{x}", x=x, rng=rng, series=series
+                results.curves,
+                root / "figures" / f"curves_{x}",
+                x=x,
+                rng=rng,
+                series=series,
+                stopped=stopped_runs(results),
             )
-            out.append(
-                _figure_md(
-                    paths, root, f"Evaluation return against {what}: mean over seeds, 95% bootstrap band"
+            caption = f"Evaluation return against {what}: mean over seeds, 95% bootstrap band"
+            if stopped_runs(results):
+                caption += (
+                    "; a run that stopped at its target score (budget.stop_at_return) is held at that "
+                    "score from its stop to the end of the other seeds"
                 )
-            )
+            out.append(_figure_md(paths, root, caption))
     return out
 
 
 def _summary_table(
     results: Results, root: Path, rng: np.random.Generator, by: Sequence[str], partial: set
 ) -> str:
-    """Per-condition summary of the complete runs (seeds, final score with CI, budget, speed)."""
+    """Per-condition summary of the complete runs (seeds, final score with CI, budget, speed), with
+    how many runs stopped at their target score (their final evaluation is that score)."""
+    stopped = stopped_runs(results)
     rows = []
     for key, g in results.complete.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
@@ -173,6 +204,7 @@ def _summary_table(
                 "total_timesteps": float(g["total_timesteps"].astype(float).mean()),
                 "wall_clock_s": float(g["wall_clock_s"].astype(float).mean()),
                 "steps_per_s": float(g["steps_per_s"].astype(float).mean()),
+                "n_stopped": int(g["run_id"].isin(stopped).sum()),
                 "partial": tuple(key) in partial,
             }
         )
@@ -197,6 +229,14 @@ def _summary_table(
         }
     )
     notes = "Mean over seeds of each run's final evaluation (deterministic policy, fixed evaluation seeds)."
+    if stopped:
+        display["Stopped at target"] = [
+            f"{k}/{n}" for k, n in zip(data["n_stopped"], data["n_seeds"], strict=True)
+        ]
+        notes += (
+            " Stopped at target: runs that ended at their first evaluation at or above "
+            "budget.stop_at_return (reached, not cut short); their timesteps are the stopping point."
+        )
     if data["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."
     paths = write_table(
@@ -211,24 +251,25 @@ def _summary_table(
 
 
 def _table1_claim(env_id: str, env: pd.DataFrame) -> str:
-    """The claim row of one environment: < 10x on the hard tasks, <= 1x (at 100%) on the easy ones."""
+    """The claim row of one environment against our TRPO: < 10x on the hard tasks at every
+    fraction, <= 1x at 100% on the easy ones, decided from the bootstrap intervals over ES's seeds
+    (each covered row's verdict of :func:`esbench.analysis.table1.table1`, combined)."""
     name = str(env["env_name"].iloc[0])
-    hard = env_id in HARD_MUJOCO
-    limit = 10.0 if hard else 1.0
-    rows = env if hard else env.iloc[-1:]  # hard: every fraction; easy: TRPO's full progress
-    cens = rows[rows["censored"]]
-    measured = rows["ratio"].dropna()  # NaN and not censored: TRPO made no progress to measure against
-    ok: bool | None
-    if len(cens) and (cens["ratio_bound"] >= limit).any():
-        ok = False
-    elif len(cens) or measured.empty:
-        ok = None  # ES stopped before the target (the ratio could still be below the limit), or no ratio
-    else:
-        ok = bool((measured < limit).all()) if hard else bool((measured <= limit).all())
-    ours = ", ".join(f"{round(100 * r.progress_fraction)}%: {r.ratio_text}" for r in env.itertuples())
-    paper = ", ".join(fmt_num(v, 3) for v in env["paper_ratio"]) if env["paper_ratio"].notna().any() else "—"
-    claim = _claim_text(env_id, name) + ", against our tuned TRPO"
-    return f"| {claim} | {paper} | {ours} | {_verdict(ok)} |"
+    covered = env[env["verdict"] != ""]
+    verdict = combine([Verdict(w, d) for w, d in zip(covered["verdict"], covered["decide"], strict=True)])
+    ours = ", ".join(f"{round(100 * r.progress_fraction)}%: {r.ratio_text}" for r in covered.itertuples())
+    ours += (
+        f" (ES over our TRPO's timesteps; {int(env['n_seeds_es'].max())} ES seeds, "
+        f"{int(env['n_seeds_rl'].max())} TRPO seeds)"
+    )
+    paper = (
+        ", ".join(fmt_num(v, 3) for v in covered["paper_ratio"])
+        if covered["paper_ratio"].notna().any()
+        else "—"
+    )
+    who = f" ({algo_label(str(env['es_algo'].iloc[0]))})" if env["es_algo"].nunique() == 1 else ""
+    claim = _claim_text(env_id, name) + ", against our tuned TRPO" + who
+    return f"| {claim} | {paper} | {ours} | {_verdict_text(verdict)} |"
 
 
 def _claim_text(env_id: str, name: str) -> str:
@@ -277,7 +318,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             + _table_md(write_table1_paper(paper, root / "tables"), root)
         )
         sec.claims += _paper_curve_claims(paper)
-    table = table1(results.curves, load_mujoco_reference(), partial=partial)
+    table = table1(results.curves, load_mujoco_reference(), partial=partial, rng=rng, stopped=stopped)
     if table.empty:
         sec.body.append(
             "No environment has both ES and TRPO runs: the comparison with our TRPO is not computed.\n"
@@ -294,9 +335,9 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
         sec.body.append(
             _figure_md(paths, root, "ES/TRPO timestep ratio per environment (log scale); crosses: paper")
         )
-        for env_id, env in table.groupby("env_id", sort=True):
+        for (env_id, _), env in table.groupby(["env_id", "es_algo"], sort=True):
             sec.claims.append(_table1_claim(str(env_id), env))
-    sec.body += _section_time_to_score(results, root).body
+    sec.body += _section_time_to_score(results, root, rng).body
     return sec
 
 
@@ -304,7 +345,13 @@ def _section_table2(results: Results, root: Path, rng: np.random.Generator, part
     sec = Section()
     table = table2(results.complete, load_atari_reference(), rng=rng, partial=partial)
     sec.body.append(
-        "## Table 2: Atari final scores\n\n" + _table_md(write_table2(table, root / "tables"), root)
+        "## Table 2: Atari final scores\n\n"
+        "*Question answered: at our budget, does ES end up with a higher score than the synchronous "
+        "A3C (A2C) on as many games as the paper's ES did against its A3C (23 of 51)?* Scores are each "
+        "side's final evaluation, beside the published DQN, A3C FF and ES FF scores; our budgets are "
+        "far below the paper's (ES 1B frames, A3C 320M), so this compares the two at an equal, "
+        "small budget, not our ES with the paper's.\n\n"
+        + _table_md(write_table2(table, root / "tables"), root)
     )
     med = median_hns(table)
     below = {
@@ -319,16 +366,32 @@ def _section_table2(results: Results, root: Path, rng: np.random.Generator, part
         + "; ".join(f"{side} on {', '.join(games) or 'no game'}" for side, games in below.items())
         + ".\n"
     )
-    wins, losses = count_wins(table["es_score"].to_numpy(), table["rl_score"].to_numpy())
     scored = table.dropna(subset=["paper_es", "paper_a3c"])
     pw, pl = count_wins(scored["paper_es"].to_numpy(), scored["paper_a3c"].to_numpy())
-    n, pn = wins + losses, pw + pl
-    ok = None if n == 0 or pn == 0 else (wins / n >= 0.5) == (pw / pn >= 0.5)
-    sec.claims.append(
-        f"| ES beats A3C on 23 of 51 games (strictly higher final score) | {pw} of {pn} on these games | "
-        f"{wins} of {n} (ES vs A2C) | {_verdict(ok)} (same side of 50%) |"
-    )
+    pn = pw + pl
+    for es_algo in sorted({str(a) for a in table["es_algo"] if a}):
+        sec.claims.append(_table2_claim(results.complete, rng, es_algo, pw, pn))
     return sec
+
+
+def _table2_claim(complete: pd.DataFrame, rng: np.random.Generator, es_algo: str, pw: int, pn: int) -> str:
+    """The win-count claim: ES wins on the same side of half the games as the paper's ES did against
+    A3C on these games, decided from the bootstrap interval of our win count over seeds."""
+    wins, low, high, n, min_seeds = win_count_interval(complete, rng, es_algo)
+    if n == 0 or pn == 0:
+        verdict = Verdict(INCONCLUSIVE, "needs games with both ES and A2C runs (and a published score)")
+        interval = ""
+    else:
+        at_least = pw / pn >= 0.5  # the paper's side of half the games
+        verdict = interval_verdict(wins / n, low / n, high / n, 0.5, at_least, min_seeds, "seeds per game")
+        interval = f" [95% CI {fmt_num(low, 3)}, {fmt_num(high, 3)}]" if np.isfinite(low) else ""
+    side = "at least" if pn and pw / pn >= 0.5 else "fewer than"
+    who = f" ({algo_label(es_algo)})" if es_algo != "openai_es" else ""
+    return (
+        f"| ES beats A3C on 23 of 51 games (strictly higher final score){who} | {pw} of {pn} on these "
+        f"games | {wins} of {n}{interval} (ES vs A2C; fewest seeds on a side of a game: {min_seeds}) | "
+        f"{_verdict_text(verdict)} (claim: ES wins on {side} half the games, as the paper's did) |"
+    )
 
 
 def _improved(curves: pd.DataFrame, algo: str, env_id: str) -> bool:
@@ -401,8 +464,9 @@ def _section_scaling(results: Results, root: Path, rng: np.random.Generator, par
         g = g.sort_values("workers")
         fits = g[g["workers"] <= cores[-1]] if cores else g  # the verdict: workers that have a core
         top = (fits if len(fits) >= 2 else g).iloc[-1]
-        eff = top["efficiency_time"] if np.isfinite(top["efficiency_time"]) else top["efficiency_throughput"]
-        ok = bool(eff >= NEAR_LINEAR) if np.isfinite(eff) else None
+        base = g.iloc[0]
+        eff, low, high, n, basis = _efficiency_interval(results, g, base, top, rng)
+        verdict = interval_verdict(eff, low, high, NEAR_LINEAR, True, n, "seeds per worker count")
         over = ""
         if cores and g["workers"].iloc[-1] > cores[-1]:
             last = g.iloc[-1]
@@ -412,16 +476,59 @@ def _section_scaling(results: Results, root: Path, rng: np.random.Generator, par
             )
         claim = f"{g['env_name'].iloc[0]}: linear speedup with workers ({algo_label(str(algo))}, {cluster})"
         paper = "657 min on 18 cores -> 10 min on 1,440 cores"
+        interval = f" [95% CI {fmt_num(low, 2)}, {fmt_num(high, 2)}]" if np.isfinite(low) else ""
         ours = (
             f"{fmt_num(top['speedup_time'], 3)}x (time to threshold), "
             f"{fmt_num(top['speedup_throughput'], 3)}x (throughput) at {int(top['workers'])} vs "
-            f"{int(g['workers'].min())} workers; ideal {fmt_num(top['ideal_speedup'], 3)}x, "
-            f"efficiency {fmt_num(eff, 2)}{over}"
+            f"{int(base['workers'])} workers; ideal {fmt_num(top['ideal_speedup'], 3)}x, "
+            f"efficiency ({basis}) {fmt_num(eff, 2)}{interval}; {n} seed(s) per worker count{over}"
         )
-        verdict = f"{_verdict(ok)} (near-linear: efficiency >= {NEAR_LINEAR})"
-        sec.claims.append(f"| {claim} | {paper} | {ours} | {verdict} |")
+        verdict_text = f"{_verdict_text(verdict)} (near-linear: efficiency >= {NEAR_LINEAR})"
+        sec.claims.append(f"| {claim} | {paper} | {ours} | {verdict_text} |")
     sec.body += _projection(results, table, root)
     return sec
+
+
+def _efficiency_interval(
+    results: Results, g: pd.DataFrame, base: pd.Series, top: pd.Series, rng: np.random.Generator
+) -> tuple[float, float, float, int, str]:
+    """Efficiency per worker of ``top`` against ``base`` (rows of the scaling table of one algo,
+    env and cluster kind) with a 95% percentile bootstrap interval over seeds.
+
+    On time to threshold: (median time at base / median time at top) / ideal speedup, the seeds of
+    each worker count resampled independently; where the times are not measured, on throughput
+    ((mean timesteps/s at top / at base) / ideal).
+
+    Returns:
+        (efficiency, low, high, n_seeds, basis): n_seeds is the fewer of the two worker counts',
+        basis ``"time"`` or ``"throughput"``.
+    """
+    runs = results.complete
+    key = (runs["algo"] == g["algo"].iloc[0]) & (runs["env_id"] == g["env_id"].iloc[0])
+    if "cluster" in runs.columns:
+        key &= runs["cluster"] == g["cluster"].iloc[0]
+    picked = {w: runs[key & (runs["workers"] == w)] for w in (base["workers"], top["workers"])}
+    n = min(len(r) for r in picked.values())
+    ideal = float(top["ideal_speedup"])
+    threshold = float(top["threshold"])
+    if np.isfinite(top["efficiency_time"]):
+        times = {}
+        for w, r in picked.items():
+            t = [
+                time_to_threshold(results.curves[results.curves["run_id"] == i], threshold)
+                for i in r["run_id"]
+            ]
+            times[w] = np.where(np.isnan(t), np.inf, t)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = resample_medians(times[base["workers"]], rng) / resample_medians(
+                times[top["workers"]], rng
+            )
+        low, high = percentile_interval(draws / ideal) if n >= 2 else (float("nan"), float("nan"))
+        return float(top["efficiency_time"]), low, high, n, "time"
+    speed = {w: r["steps_per_s"].to_numpy(float) for w, r in picked.items()}
+    draws = resample_means(speed[top["workers"]], rng) / resample_means(speed[base["workers"]], rng)
+    low, high = percentile_interval(draws / ideal) if n >= 2 else (float("nan"), float("nan"))
+    return float(top["efficiency_throughput"]), low, high, n, "throughput"
 
 
 def _projection(results: Results, table: pd.DataFrame, root: Path) -> list[str]:
@@ -443,24 +550,26 @@ def _projection(results: Results, table: pd.DataFrame, root: Path) -> list[str]:
     return [projection_markdown(cal, local), _figure_md(paths, root, caption)]
 
 
-def _section_time_to_score(results: Results, root: Path) -> Section:
+def _section_time_to_score(results: Results, root: Path, rng: np.random.Generator) -> Section:
     """The wall-clock comparison: time each algorithm needs to reach the score all of them reach."""
     sec = Section()
-    table = time_to_common_score(results.curves)
+    table = time_to_common_score(results.curves, rng=rng, stopped=stopped_runs(results))
     if table.empty:
         return sec
     sec.body.append(
         "## Time to a common score\n\n"
         "The paper's wall-clock argument: ES takes more timesteps than TRPO but, spread over "
-        "workers, less time. Per environment, the score every algorithm's mean curve reaches, "
-        "and the median timesteps and seconds to first reach it.\n\n"
+        "workers, less time. Per environment, the score every improving algorithm's mean curve "
+        "reaches, and the median over seeds of the timesteps and seconds to first reach it, with "
+        "95% bootstrap intervals over seeds. An algorithm that never evaluated above its "
+        "timestep-0 score does not set the common score (listed as did not improve).\n\n"
         + _table_md(write_time_to_score(table, root / "tables"), root)
     )
     return sec
 
 
 def _section_curves(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
-    return _section_time_to_score(results, root)
+    return _section_time_to_score(results, root, rng)
 
 
 def _section_es_family(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
@@ -474,7 +583,7 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
         "variant's final score against OpenAI-ES.\n\n"
         + _table_md(write_family_table(table, root / "tables"), root)
     )
-    sec.body += _section_time_to_score(results, root).body
+    sec.body += _section_time_to_score(results, root, rng).body
     return sec
 
 
@@ -649,6 +758,20 @@ def _section_retention(
             )
         else:
             sec.body.append("No run has stage-boundary snapshots: drift is not drawn.\n")
+        if data.drift_curves["drift_rel"].notna().any():
+            paths = figures.plot_retention_drift_curves(
+                data.drift_curves, data.boundaries, root / "figures" / "retention_drift_curves", rng=rng
+            )
+            sec.body.append(
+                _figure_md(
+                    paths,
+                    root,
+                    "Drift at every evaluation point: relative L2 and update sparsity of the parameters "
+                    "since the stage began, and the policy KL on the states each ended stage's final "
+                    "policy visited (ES continuous actions: Gaussians of std 0.01 around them); mean over "
+                    "seeds, 95% bootstrap band; dotted: stage boundaries",
+                )
+            )
         gains = data.per_run[data.per_run["metric"] == "new_stage_gain"]
         if not gains.empty:
             paths = figures.plot_gain_retention(data.per_run, root / "figures" / "retention_gain")

@@ -78,13 +78,15 @@ Abdi, Gupta et al.). :func:`run_retention` reports, per stage k, the stage's own
 (end of stage k minus its start: the quantity Abdi, Gupta et al. compare between ES and GRPO) and
 the *drift* since stage k ended (final minus end of stage k: what could have caused ``F_k``).
 
-Policy drift: the KL divergence ``KL(π_k || π)`` between the stage-k snapshot's policy π_k and
-the current one π, averaged over states π_k visits on stage k. Functions take arrays for the same
-states from both policies (the caller runs the policies):
-:func:`kl_deterministic_gaussian` for deterministic continuous ES policies (a Gaussian of std σ
-around each action, σ = the ES action noise, 0.01 by default),
-:func:`kl_categorical` for discrete policies (softmax of logits),
-:func:`kl_diag_gaussian` for stochastic SB3 Gaussian policies (means and log-stds).
+Policy drift: the KL divergence ``KL(π_k || π)`` between the policy π_k that ended stage k and
+the current one π, averaged over states π_k visited on stage k. The trainers compute it at every
+evaluation point (the ``policy_kl`` column of ``metrics.csv``, on the row evaluating stage k; see
+:mod:`esbench.tracking.drift`), with the formulas of :mod:`esbench.policies.distribution`,
+re-exported here: :func:`kl_deterministic_gaussian` for deterministic continuous ES policies (a
+Gaussian of std σ around each action, σ = the ES action noise, 0.01 by default),
+:func:`kl_categorical` for discrete policies (softmax of logits), :func:`kl_diag_gaussian` for
+stochastic SB3 Gaussian policies (means and log-stds). :func:`run_retention`'s ``kl`` is the last
+point's value per stage, ``KL(π_k || π_final)``.
 
 Across seeds (:func:`retention_table`): seeds are the replication unit; every metric gets its mean
 over seeds and a percentile bootstrap 95% CI from :func:`esbench.analysis.stats.mean_ci` (one
@@ -105,14 +107,24 @@ from numpy.typing import ArrayLike
 from esbench.analysis.stats import IncompleteResultsError, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
+from esbench.policies.distribution import (  # re-exported: the KL formulas
+    ACTION_STD as ACTION_STD,
+)
+from esbench.policies.distribution import (
+    kl_categorical as kl_categorical,
+)
+from esbench.policies.distribution import (
+    kl_deterministic_gaussian as kl_deterministic_gaussian,
+)
+from esbench.policies.distribution import (
+    kl_diag_gaussian as kl_diag_gaussian,
+)
+from esbench.tracking.drift import SPARSITY_THRESHOLDS, _delta, _drift_numbers, param_drift
+from esbench.tracking.drift import update_sparsity as update_sparsity  # re-exported
 from esbench.utils.layout import Block, ParamLayout, check_layout
 
 #: Evaluations averaged for a value "at the end" (Continual World's results code: ``tail(5)``).
 LAST_K = 5
-#: |Δ| thresholds of update sparsity (Abdi, Gupta et al. 2026).
-SPARSITY_THRESHOLDS: tuple[float, ...] = (1e-6, 1e-4)
-#: Std of the Gaussian put around a deterministic action for the KL (the ES action noise, 0.01).
-ACTION_STD = 0.01
 #: ``stage_index`` / ``during`` / ``layer`` value of a row that is not about one stage / span / layer.
 NONE = -1
 #: Columns of :func:`run_retention`'s table.
@@ -527,47 +539,6 @@ def load_snapshots(path: str | Path) -> Snapshots:
     )
 
 
-def _delta(current: np.ndarray, snapshot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    cur = np.asarray(current, dtype=np.float64).ravel()
-    ref = np.asarray(snapshot, dtype=np.float64).ravel()
-    if cur.shape != ref.shape:
-        raise ValueError(f"parameter vectors differ in size: {cur.size} vs {ref.size}")
-    return cur - ref, ref
-
-
-def update_sparsity(delta: ArrayLike, tau: float) -> float:
-    """Fraction of parameters whose change is at most ``tau`` in magnitude: ``mean(|Δ| <= τ)``."""
-    d = np.abs(np.asarray(delta, dtype=np.float64))
-    return float(np.mean(d <= tau)) if d.size else float("nan")
-
-
-def _drift_numbers(delta: np.ndarray, ref: np.ndarray, thresholds: Sequence[float]) -> dict[str, float]:
-    l2 = float(np.linalg.norm(delta))
-    ref_norm = float(np.linalg.norm(ref))
-    out = {"l2": l2, "rel": l2 / ref_norm if ref_norm > 0 else float("nan")}
-    for tau in thresholds:
-        out[f"sparsity@{tau:g}"] = update_sparsity(delta, tau)
-    return out
-
-
-def param_drift(
-    current: np.ndarray, snapshot: np.ndarray, thresholds: Sequence[float] = SPARSITY_THRESHOLDS
-) -> dict[str, float]:
-    """How far a flat parameter vector moved from a snapshot.
-
-    Args:
-        current: θ, shape (n_params,) (float32 as stored; computed in float64).
-        snapshot: θ_k, shape (n_params,).
-        thresholds: τ values of the update sparsity.
-
-    Returns:
-        ``{"l2": ||Δ||_2, "rel": ||Δ||_2 / ||θ_k||_2 (NaN when ||θ_k|| = 0),
-        "sparsity@<τ>": mean(|Δ| <= τ) for each τ}`` with Δ = θ - θ_k.
-    """
-    delta, ref = _delta(current, snapshot)
-    return _drift_numbers(delta, ref, thresholds)
-
-
 def layer_drift(
     current: np.ndarray,
     snapshot: np.ndarray,
@@ -596,78 +567,8 @@ def layer_drift(
 # --- policy drift ------------------------------------------------------------------------------
 
 
-def kl_deterministic_gaussian(
-    actions_p: np.ndarray, actions_q: np.ndarray, sigma: float = ACTION_STD
-) -> np.ndarray:
-    """KL between Gaussians of one std σ around two deterministic policies' actions.
-
-    ``KL(N(a_p, σ²I) || N(a_q, σ²I)) = ||a_p - a_q||² / (2σ²)``, summed over action dimensions
-    (symmetric in p and q). σ is a modelling choice, not a property of the policy: the default is
-    the ES action noise (0.01), so a KL of 1 is an action change of about 1.4 σ.
-
-    Args:
-        actions_p: Shape (n_states, act_dim) (or (n_states,) for one dimension).
-        actions_q: Same shape, the other policy on the same states.
-        sigma: The std, > 0.
-
-    Returns:
-        Per-state KL, shape (n_states,).
-    """
-    if sigma <= 0:
-        raise ValueError(f"sigma must be positive, got {sigma}")
-    a = np.asarray(actions_p, dtype=np.float64)
-    b = np.asarray(actions_q, dtype=np.float64)
-    diff = (a - b).reshape(len(a), -1)
-    return np.sum(diff**2, axis=1) / (2.0 * sigma**2)
-
-
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-
-
-def kl_categorical(logits_p: np.ndarray, logits_q: np.ndarray) -> np.ndarray:
-    """``KL(softmax(l_p) || softmax(l_q)) = sum_a π_p(a) (log π_p(a) - log π_q(a))`` per state.
-
-    For discrete ES/Atari policies and SB3's categorical policies (A2C, PPO, TRPO). DQN has no
-    action distribution: passing its Q-values as logits (a Boltzmann policy at temperature 1) is
-    the caller's modelling choice, to be stated with the numbers.
-
-    Args:
-        logits_p: Shape (n_states, n_actions); shifting a row by a constant changes nothing.
-        logits_q: Same shape, the other policy on the same states.
-
-    Returns:
-        Per-state KL, shape (n_states,).
-    """
-    lp = _log_softmax(np.asarray(logits_p, dtype=np.float64))
-    lq = _log_softmax(np.asarray(logits_q, dtype=np.float64))
-    return np.sum(np.exp(lp) * (lp - lq), axis=-1)
-
-
-def kl_diag_gaussian(
-    mean_p: np.ndarray, log_std_p: np.ndarray, mean_q: np.ndarray, log_std_q: np.ndarray
-) -> np.ndarray:
-    """Analytic KL between diagonal Gaussians (SB3's continuous action distributions) per state.
-
-    ``KL(p || q) = sum_d [log σ_q - log σ_p + (σ_p² + (μ_p - μ_q)²) / (2 σ_q²) - 1/2]``.
-
-    Args:
-        mean_p: Shape (n_states, act_dim).
-        log_std_p: Shape (n_states, act_dim) or (act_dim,) (SB3's state-independent log_std).
-        mean_q: Shape (n_states, act_dim).
-        log_std_q: Like ``log_std_p``.
-
-    Returns:
-        Per-state KL, shape (n_states,).
-    """
-    mp = np.asarray(mean_p, dtype=np.float64)
-    mq = np.asarray(mean_q, dtype=np.float64)
-    lsp = np.broadcast_to(np.asarray(log_std_p, dtype=np.float64), mp.shape)
-    lsq = np.broadcast_to(np.asarray(log_std_q, dtype=np.float64), mq.shape)
-    var_p, var_q = np.exp(2 * lsp), np.exp(2 * lsq)
-    terms = lsq - lsp + (var_p + (mp - mq) ** 2) / (2 * var_q) - 0.5
-    return terms.reshape(len(mp), -1).sum(axis=1)
+# The KL formulas live with the action distributions (esbench.policies.distribution), shared
+# with the trainers that compute the ``policy_kl`` metrics column; re-exported here.
 
 
 # --- one run, then seeds -----------------------------------------------------------------------
@@ -873,7 +774,9 @@ def write_retention_table(table: pd.DataFrame, out_dir: Path, last_k: int = LAST
         "score minus final score; transient drop: the largest fall below the end-of-stage score during "
         "a later stage; forward transfer: Continual World's normalized area against the reference "
         "(Wołczyk et al. 2021). Drift: L2 distance of the final parameters from the end of the stage. "
-        "Mean over seeds with percentile bootstrap 95% CIs."
+        "KL: mean, over the states the policy that ended the stage visited on it, of KL(that policy || "
+        "the final one) (ES continuous actions: Gaussians of std 0.01 around them; DQN: Q-values as "
+        "logits). Mean over seeds with percentile bootstrap 95% CIs."
     )
     return write_table(
         table,

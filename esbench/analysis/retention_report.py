@@ -9,8 +9,9 @@ the tidy tables the ``retention`` report section draws and tabulates
   ``only_stage`` (``-1`` for a sequence run, ``k`` for stage k's single-stage reference run);
 * :func:`analyse_retention`: per complete sequence run, :func:`~esbench.analysis.retention.run_retention`
   (plus the new-stage gain and old-stage change of every later stage, for the scatter), the
-  normalized curves, the drift of the stage-boundary snapshots from the first one, the
-  normalization used, and which seeds are missing.
+  normalized curves, the drift of the stage-boundary snapshots from the first one, the drift and
+  policy KL logged at every evaluation point (``metrics.csv``: :mod:`esbench.tracking.drift`),
+  the normalization used, and which seeds are missing.
 
 Normalization (stated in every report): ``p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)``
 with R_i^random the sequence run's own evaluation of stage i at timestep 0 (the untrained policy)
@@ -61,6 +62,7 @@ from esbench.analysis.retention import (
     sequence_curves,
 )
 from esbench.analysis.stats import interpolate_runs
+from esbench.tracking.drift import DRIFT_COLUMNS, KL_COLUMN
 from esbench.tracking.schema import CONFIG_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
 
 #: Columns of :func:`scan_sequence_runs`.
@@ -197,6 +199,10 @@ class RetentionData:
             runs), ``r_ref``, ``source`` (``reference`` or ``self``), ``n_reference_seeds``.
         seeds: One row per (algo, sequence): ``expected`` / ``used`` / ``missing`` seed lists
             (comma-separated), ``incomplete_runs`` and ``references_missing`` (text).
+        drift_curves: One row per (run, evaluation point) (:func:`drift_curve_frame`): ``algo``,
+            ``sequence``, ``seed``, ``run_id``, ``timesteps``, ``train_stage``, the drift columns
+            of ``metrics.csv`` (from the start of the stage trained) and ``policy_kl`` (mean over
+            the ended stages).
         problems: One line per run left out of some numbers (and why), or whose numbers need a
             caveat (too few evaluation points per stage, an upside-down normalization).
         stages: Stage names per sequence.
@@ -208,6 +214,7 @@ class RetentionData:
     drift: pd.DataFrame
     normalization: pd.DataFrame
     seeds: pd.DataFrame
+    drift_curves: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DRIFT_CURVE_COLUMNS))
     problems: list[str] = field(default_factory=list)
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -271,6 +278,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
     curve_rows: list[pd.DataFrame] = []
     bound_rows: list[dict[str, Any]] = []
     drift_rows: list[dict[str, Any]] = []
+    drift_curve_rows: list[pd.DataFrame] = []
     norm_rows: list[dict[str, Any]] = []
     seed_rows: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -326,8 +334,9 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
             for _, run in done.sort_values("seed").iterrows():
                 seed = int(run["seed"])
                 where = f"{algo}/{sequence} seed {seed} ({run['run_id']})"
+                metrics = read_metrics(run["path"])
                 try:
-                    curves = sequence_curves(read_metrics(run["path"]), stages)
+                    curves = sequence_curves(metrics, stages)
                 except ValueError as e:
                     problems.append(f"{where}: {e}")
                     continue
@@ -363,6 +372,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 if snaps is None:
                     problems.append(f"{where}: no drift ({why})")
                 references = refs if any(r is not None for r in refs) else None
+                kl = final_policy_kl(metrics, stages)
                 table = run_retention(
                     curves,
                     r_random,
@@ -370,6 +380,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                     references=references,
                     snapshots=snaps.params if snaps is not None else None,
                     layout=snaps.layout if snaps is not None else None,
+                    kl=kl.tolist() if np.isfinite(kl).any() else None,
                     last_k=last_k,
                 )
                 p = normalized_scores(curves.returns, r_random, r_ref)
@@ -378,6 +389,11 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 table = pd.concat([table, extra], ignore_index=True) if len(extra) else table
                 per_run.append(table.assign(algo=str(algo), sequence=str(sequence), seed=seed))
                 curve_rows.append(_curve_frame(curves, p, str(algo), str(sequence), seed, str(run["run_id"])))
+                drift_curve_rows.append(
+                    drift_curve_frame(metrics, stages).assign(
+                        algo=str(algo), sequence=str(sequence), seed=seed, run_id=str(run["run_id"])
+                    )
+                )
                 for k, name in enumerate(stages):
                     bound_rows.append(
                         {
@@ -429,6 +445,9 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
             bound_rows, columns=["algo", "sequence", "seed", "stage_index", "stage", "end_timesteps"]
         ),
         drift=pd.DataFrame(drift_rows),
+        drift_curves=pd.concat(drift_curve_rows, ignore_index=True)[DRIFT_CURVE_COLUMNS]
+        if drift_curve_rows
+        else pd.DataFrame(columns=DRIFT_CURVE_COLUMNS),
         normalization=pd.DataFrame(norm_rows),
         seeds=pd.DataFrame(
             seed_rows,
@@ -445,6 +464,66 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
         problems=problems,
         stages=stages_of,
     )
+
+
+#: Columns of :attr:`RetentionData.drift_curves`.
+DRIFT_CURVE_COLUMNS: list[str] = [
+    "algo",
+    "sequence",
+    "seed",
+    "run_id",
+    "timesteps",
+    "train_stage",
+    *DRIFT_COLUMNS,
+    KL_COLUMN,
+]
+
+
+def _points(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFrame:
+    """The evaluation rows of ``metrics`` about a stage of ``stages``, in file order."""
+    return metrics[metrics["eval_return_mean"].notna() & metrics["eval_task"].isin(list(stages))]
+
+
+def final_policy_kl(metrics: pd.DataFrame, stages: Sequence[str]) -> np.ndarray:
+    """Per stage k, ``KL(π_k || π_final)``: the ``policy_kl`` of the last evaluation of stage k
+    (NaN where the run did not record it: the last stage, or a run from before the column).
+
+    Returns:
+        Shape (K,).
+    """
+    rows = _points(metrics, stages)
+    out = np.full(len(stages), np.nan)
+    for k, name in enumerate(stages):
+        own = rows.loc[rows["eval_task"] == name, KL_COLUMN]
+        if len(own):
+            out[k] = float(own.iloc[-1])
+    return out
+
+
+def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFrame:
+    """Drift at every evaluation point of one run: the drift columns of the row evaluating the
+    stage trained (the same on every row of a point), ``train_stage`` its index, and ``policy_kl``
+    the mean over the stages with a recorded value at that point (NaN before the first boundary).
+
+    Returns:
+        Columns ``timesteps``, ``train_stage``, :data:`~esbench.tracking.drift.DRIFT_COLUMNS`,
+        ``policy_kl``; one row per point.
+    """
+    rows = _points(metrics, stages)
+    index = {name: k for k, name in enumerate(stages)}
+    out = []
+    for (t, train), point in rows.groupby(["timesteps", "train_task"], sort=False):
+        own = point[point["eval_task"] == train].iloc[0]
+        kl = point[KL_COLUMN].to_numpy(float)
+        out.append(
+            {
+                "timesteps": float(t),
+                "train_stage": index.get(str(train), NONE),
+                **{c: float(own[c]) for c in DRIFT_COLUMNS},
+                KL_COLUMN: float(np.nanmean(kl)) if np.isfinite(kl).any() else math.nan,
+            }
+        )
+    return pd.DataFrame(out, columns=["timesteps", "train_stage", *DRIFT_COLUMNS, KL_COLUMN])
 
 
 _CURVE_COLUMNS = [

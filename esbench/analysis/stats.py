@@ -10,7 +10,7 @@ at the Edge of the Statistical Precipice".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -134,21 +134,31 @@ def iqm_ci(
     return point, float(low), float(high)
 
 
-def common_grid(xs: Sequence[np.ndarray]) -> np.ndarray:
+def common_grid(xs: Sequence[np.ndarray], open_ended: Sequence[bool] | None = None) -> np.ndarray:
     """The union of the runs' x values inside the range every run covers.
 
     Args:
         xs: One increasing array of x values (e.g. timesteps) per run.
+        open_ended: Per run, whether its end does not bound the grid (a run that stopped at its
+            target score, carried forward past its end: :func:`interpolate_runs`). Default: none.
+            When every run is open-ended the grid ends at the longest run's end.
 
     Returns:
-        Sorted unique x values of shape (n_grid,), within [max of firsts, min of lasts]. Runs
-        that share their evaluation points get exactly those points back.
+        Sorted unique x values of shape (n_grid,), within [max of firsts, min of the lasts of the
+        runs that are not open-ended]. Runs that share their evaluation points get exactly those
+        points back.
     """
-    arrays = [np.asarray(x, dtype=float) for x in xs if len(x)]
-    if not arrays:
+    pairs = [
+        (np.asarray(x, dtype=float), bool(o))
+        for x, o in zip(xs, open_ended if open_ended is not None else [False] * len(xs), strict=True)
+        if len(x)
+    ]
+    if not pairs:
         return np.empty(0)
+    arrays = [a for a, _ in pairs]
     lo = max(a.min() for a in arrays)
-    hi = min(a.max() for a in arrays)
+    bounded = [a.max() for a, o in pairs if not o]
+    hi = min(bounded) if bounded else max(a.max() for a in arrays)
     grid = np.unique(np.concatenate(arrays))
     return grid[(grid >= lo) & (grid <= hi)]
 
@@ -158,19 +168,32 @@ def interpolate_runs(
     x: str = "timesteps",
     y: str = "eval_return_mean",
     grid: np.ndarray | None = None,
+    carry: Collection[object] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[object]]:
-    """Put each run's curve on one x grid by linear interpolation (no extrapolation).
+    """Put each run's curve on one x grid by linear interpolation (no extrapolation, except that
+    the runs of ``carry`` hold their last value past their end).
+
+    A run that ended at its target score (``budget.stop_at_return``) is not cut short by chance:
+    it stopped because it got there. Passing its run_id in ``carry`` keeps it at its stopping score
+    to the end of the grid, and its end no longer bounds the default grid, so one early stopper
+    does not truncate the other seeds' curves. Read the carried part as "stayed at the stopping
+    score": for scores above it the run is censored at its stop (see
+    :func:`esbench.analysis.verdicts.time_to_target`, which carries a run only for targets at or
+    below its stopping score).
 
     Args:
         curves: Curve-table rows of one condition (several runs, e.g. one algo on one env).
         x: Column of the x axis (``timesteps``, ``wall_clock_s``, ``frames``, ...).
         y: Column of the y axis.
         grid: x values to interpolate at; default :func:`common_grid` of the runs.
+        carry: run_ids carried forward at their last value past their last x.
 
     Returns:
         (grid, values, run_ids): grid of shape (n_grid,), values of shape (n_runs, n_grid)
-        (NaN outside a run's own x range), and the run ids in row order (sorted by seed).
+        (NaN outside a run's own x range, except after the end of a carried run), and the run ids
+        in row order (sorted by seed).
     """
+    carry = set(carry or ())
     runs = []
     ordered = curves.sort_values(["seed", "run_id", x], kind="stable")
     for run_id, run in ordered.groupby("run_id", sort=False):
@@ -180,11 +203,12 @@ def interpolate_runs(
         xv, keep = np.unique(xv, return_index=True)  # last duplicate would be ambiguous: keep first
         runs.append((run_id, xv, yv[keep]))
     if grid is None:
-        grid = common_grid([r[1] for r in runs])
+        grid = common_grid([r[1] for r in runs], [r[0] in carry for r in runs])
     values = np.full((len(runs), len(grid)), np.nan)
-    for i, (_, xv, yv) in enumerate(runs):
+    for i, (run_id, xv, yv) in enumerate(runs):
         if len(xv):
-            values[i] = np.interp(grid, xv, yv, left=np.nan, right=np.nan)
+            right = yv[-1] if run_id in carry else np.nan
+            values[i] = np.interp(grid, xv, yv, left=np.nan, right=right)
     return np.asarray(grid, dtype=float), values, [r[0] for r in runs]
 
 

@@ -12,8 +12,15 @@ common span" (+inf). The verdict on "ratio < limit" is then
 * **inconclusive** otherwise, with what would decide it: runs long enough to pass the limit (and
   where ES's recent slope would put the target), or more seeds when the interval straddles it.
 
-A run that ended at the target (``budget.stop_at_return``) has reached it: its curve is carried
-forward at its last value, never treated as censored.
+A run that ended at a target (``budget.stop_at_return``) has reached every score up to the one it
+stopped at: for those targets its curve is carried forward at its last value, never treated as
+censored. For a higher target it is genuinely censored at its stop (we do not know when it would
+have got there): the common span then ends at that stop, and ``stopped_below`` counts such runs.
+
+The other claims (Table 2's win count, the scaling claim) are decided the same way from a
+percentile bootstrap interval of their statistic (:func:`interval_verdict`): supported when the
+whole interval is on the claim's side of its limit, contradicted when it is all on the other side,
+inconclusive when it straddles the limit, always with the seed count.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ class TimeToTarget:
         n_seeds: Seeds (runs) in the condition.
         slope: The mean curve's slope over its last third (score per x), for extrapolation.
         last_value: The mean curve's value at ``last``.
+        stopped_below: Runs that stopped at a score below this target: censored at their stop,
+            which then bounds ``last``.
     """
 
     point: float
@@ -50,6 +59,7 @@ class TimeToTarget:
     n_seeds: int
     slope: float
     last_value: float
+    stopped_below: int = 0
 
     @property
     def reached(self) -> bool:
@@ -65,14 +75,6 @@ class TimeToTarget:
         if not np.isfinite(self.low) and not np.isposinf(self.low):
             return one(self.point)
         return f"{one(self.point)} [{one(self.low)}, {one(self.high)}]"
-
-
-def _carry_forward(values: np.ndarray, rows: list[int]) -> None:
-    """Fill each given row's NaNs after its last measured point with that point (in place)."""
-    for i in rows:
-        finite = np.flatnonzero(np.isfinite(values[i]))
-        if finite.size:
-            values[i, finite[-1] + 1 :] = values[i, finite[-1]]
 
 
 def _first_reach_rows(means: np.ndarray, grid: np.ndarray, target: float) -> np.ndarray:
@@ -97,7 +99,8 @@ def time_to_target(
         curves: Curve-table rows (columns run_id, seed, ``x``, eval_return_mean).
         target: The score to reach.
         rng: Generator of the bootstrap resamples.
-        stopped: run_ids that ended at a target (carried forward at their last value).
+        stopped: run_ids that ended at a target score: carried forward at their last value for
+            targets at or below it (reached), censored at their stop for higher ones.
         x: The x column.
         n_resamples: Bootstrap resamples.
     """
@@ -105,13 +108,16 @@ def time_to_target(
     xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
     if xs.size == 0:
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan)
-    grid, values, run_ids = interpolate_runs(curves, x=x, grid=np.unique(xs))
-    _carry_forward(values, [i for i, r in enumerate(run_ids) if r in (stopped or set())])
+    tol = 1e-9 * max(1.0, abs(target))
+    ends = _stopping_scores(curves, stopped or set(), x)
+    reached = {r for r, v in ends.items() if v >= target - tol}
+    grid, values, _ = interpolate_runs(curves, x=x, grid=np.unique(xs), carry=reached)
+    below = len(ends) - len(reached)
     covered = np.all(np.isfinite(values), axis=0)
     grid, values = grid[covered], values[:, covered]
     n = values.shape[0]
     if grid.size == 0:
-        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan)
+        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below)
     mean = values.mean(axis=0)
     point = float(_first_reach_rows(mean[None, :], grid, target)[0])
     low = high = float("nan")
@@ -123,7 +129,14 @@ def time_to_target(
     tail = max(2, len(grid) // 3)
     gx, gy = grid[-tail:], mean[-tail:]
     slope = float(np.polyfit(gx, gy, 1)[0]) if len(gx) >= 2 and np.ptp(gx) > 0 else float("nan")
-    return TimeToTarget(point, low, high, float(grid[-1]), n, slope, float(mean[-1]))
+    return TimeToTarget(point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below)
+
+
+def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, float]:
+    """The last evaluation return (the score it stopped at) of each run of ``curves`` in ``stopped``."""
+    rows = curves[curves["run_id"].isin(stopped)].dropna(subset=[x, "eval_return_mean"])
+    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)["eval_return_mean"].last()
+    return {r: float(v) for r, v in last.items()}
 
 
 @dataclass(frozen=True)
@@ -181,3 +194,72 @@ def combine(verdicts: list[Verdict]) -> Verdict:
         return Verdict(CONTRADICTED)
     notes = sorted({v.decide for v in verdicts if v.decide})
     return Verdict(INCONCLUSIVE, "; ".join(notes))
+
+
+def interval_verdict(
+    point: float,
+    low: float,
+    high: float,
+    limit: float,
+    at_least: bool,
+    n_seeds: int,
+    what: str,
+) -> Verdict:
+    """Verdict on "the statistic is at least ``limit``" (``at_least``) or "below ``limit``" from its
+    bootstrap interval ``[low, high]`` over seeds.
+
+    Supported when the whole interval is on the claim's side, contradicted when it is all on the
+    other side, inconclusive when it straddles the limit (then more seeds would decide it) or when
+    there is no interval (fewer than 2 seeds).
+
+    Args:
+        point: The statistic on all seeds (only reported).
+        low, high: Its 95% percentile bootstrap interval (NaN: no interval).
+        limit: The claim's bound.
+        at_least: True for "statistic >= limit", False for "statistic < limit".
+        n_seeds: Seeds behind the interval (the smallest group's, for a statistic of several).
+        what: What more seeds are needed of, e.g. "seeds per game".
+    """
+    if n_seeds < 2 or not (np.isfinite(low) and np.isfinite(high)):
+        return Verdict(INCONCLUSIVE, f"needs at least 2 {what} for an interval (has {n_seeds})")
+    on_side = (lambda v: v >= limit) if at_least else (lambda v: v < limit)
+    if on_side(low) and on_side(high):
+        return Verdict(SUPPORTED)
+    if not on_side(low) and not on_side(high):
+        return Verdict(CONTRADICTED)
+    return Verdict(
+        INCONCLUSIVE,
+        f"the interval [{fmt_num(low, 3)}, {fmt_num(high, 3)}] straddles {fmt_num(limit, 3)}: "
+        f"more {what} (now {n_seeds})",
+    )
+
+
+def resample_means(
+    values: np.ndarray, rng: np.random.Generator, n_resamples: int = N_RESAMPLES
+) -> np.ndarray:
+    """Bootstrap distribution of the mean of ``values`` (shape (n,)): shape (n_resamples,).
+
+    With one value every resample is that value (the caller reports that there is no interval).
+    """
+    v = np.asarray(values, dtype=float)
+    idx = rng.integers(0, len(v), size=(n_resamples, len(v)))
+    return v[idx].mean(axis=1)
+
+
+def resample_medians(
+    values: np.ndarray, rng: np.random.Generator, n_resamples: int = N_RESAMPLES
+) -> np.ndarray:
+    """Bootstrap distribution of the median of ``values`` (shape (n,), +inf allowed: a seed that
+    never got there): shape (n_resamples,). A median with an infinite middle value is +inf: the
+    median seed did not get there."""
+    v = np.asarray(values, dtype=float)
+    idx = rng.integers(0, len(v), size=(n_resamples, len(v)))
+    return np.median(v[idx], axis=1)
+
+
+def percentile_interval(draws: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of a bootstrap distribution (order statistics, so +inf ends stay
+    +inf instead of turning into NaN by interpolation)."""
+    tail = (1.0 - confidence) / 2.0
+    d = np.asarray(draws, dtype=float)
+    return float(np.quantile(d, tail, method="lower")), float(np.quantile(d, 1.0 - tail, method="higher"))

@@ -29,16 +29,20 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from esbench.baselines.checkpoint import snapshot
-from esbench.baselines.evaluation import evaluate
+from esbench.baselines.evaluation import action_distribution, deterministic_act, evaluate
 from esbench.baselines.progress import Progress
 from esbench.config.eval_protocol import eval_protocol
+from esbench.policies.distribution import ActionDist
+from esbench.tracking.drift import StageStates, record_stage_states
 from esbench.tracking.ruler import (
     Counters,
     Stage,
     StageEval,
     StagePlan,
+    drift_at_point,
     next_eval_at,
     point_rows,
+    stage_end_states,
     target_reached,
 )
 from esbench.utils.layout import Block, ParamLayout
@@ -167,11 +171,29 @@ class MetricsCallback(BaseCallback):
         )
         return StageEval(self.plan.stages[j].name, mean, std, steps)
 
-    def evaluation_point(self) -> list[dict[str, Any]]:
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        """The current policy's action distributions on raw observations (its VecNormalize)."""
+        return action_distribution(self.model, states, unwrap_vec_normalize(self.training_env))
+
+    def record_states(self) -> StageStates:
+        """The states the current (deterministic) policy visits on the stage it trains, on the
+        run's first evaluation seeds (:func:`esbench.tracking.drift.record_stage_states`)."""
+        act = deterministic_act(self.model, unwrap_vec_normalize(self.training_env))
+        return record_stage_states(
+            self.stage.name, self.eval_envs[self.p.stage], act, self.distribution,
+            int(self.cfg.eval.seed), int(self.cfg.eval.episodes),
+        )  # fmt: skip
+
+    def evaluation_point(self, stage_end: bool = False) -> list[dict[str, Any]]:
         """Evaluate every stage, emit one row per stage (:func:`esbench.tracking.ruler.point_rows`)
         and reset the per-row statistics; marks the run stopped when the stage trained reached
-        the target."""
+        the target. At a stage's end (``stage_end``) with a later stage to come, the stage's
+        states are recorded first, for the policy KL of later points."""
         p = self.p
+        if stage_end:
+            before = len(p.stage_states)
+            p.stage_states = stage_end_states(self.plan, p.stage, self.record_states, p.stage_states)
+            p.eval_timesteps += sum(r.steps for r in p.stage_states[before:])
         evals = [self.evaluate_stage(j) for j in range(len(self.plan.stages))]
         p.eval_timesteps += sum(e.steps for e in evals)
         for e in evals:
@@ -195,7 +217,8 @@ class MetricsCallback(BaseCallback):
         counters = Counters(
             p.points, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps, 1
         )
-        rows = point_rows(counters, self.stage.name, evals, train)
+        shared, per_stage = drift_at_point(params, p.snapshots[p.stage], p.stage_states, self.distribution)
+        rows = point_rows(counters, self.stage.name, evals, train, shared, per_stage)
         p.points += 1
         p.returns = []
         for row in rows:

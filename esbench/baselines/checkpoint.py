@@ -56,6 +56,8 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from esbench.baselines.progress import Progress
+from esbench.policies.distribution import ActionDist
+from esbench.tracking.drift import StageStates
 from esbench.utils import statefile
 
 #: Objects whose state is restored in place, attribute by attribute, into the rebuilt object.
@@ -140,7 +142,7 @@ class Snapshot:
 
 
 _SNAPSHOT_TYPES: tuple[type, ...] = (
-    Snapshot, TensorData, RngState, HolderState, MjDataState, AleState, GlobalRng
+    Snapshot, TensorData, RngState, HolderState, MjDataState, AleState, GlobalRng, StageStates, ActionDist
 )  # fmt: skip
 
 

@@ -24,7 +24,8 @@ re-run and after a resume).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -35,6 +36,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
 from esbench.config.eval_protocol import DETERMINISTIC, EvalProtocol
+from esbench.policies.distribution import ActionDist, categorical, gaussian
 from esbench.utils.seeding import EVAL_ACTIONS, generator
 
 
@@ -96,6 +98,57 @@ def sampled_action(policy: BasePolicy, obs: Any, space: gym.Space[Any], rng: np.
         assert isinstance(space, gym.spaces.Box)
         return np.clip(action, space.low, space.high)
     raise TypeError(f"sampled evaluation supports categorical and diagonal Gaussian policies, not {dist}")
+
+
+def action_distribution(
+    model: BaseAlgorithm, states: np.ndarray, vec_normalize: VecNormalize | None
+) -> ActionDist:
+    """The model's action distributions on a batch of raw observations (for the policy KL).
+
+    The observations go through ``vec_normalize``'s statistics (frozen), then the policy's own
+    distribution (``get_distribution``): categorical logits (A2C, PPO, TRPO on discrete actions) or
+    a diagonal Gaussian's mean and log std (continuous actions; before any squashing or
+    clipping). DQN has no action distribution: its Q-values are taken as logits (a Boltzmann policy
+    at temperature 1), a modelling choice stated with the numbers.
+
+    Args:
+        model: An SB3 model.
+        states: Shape (n, *obs_shape), as the evaluation env returns them.
+        vec_normalize: The VecNormalize whose statistics the model acts with, or None.
+
+    Returns:
+        The distributions on the n states.
+
+    Raises:
+        TypeError: Another kind of distribution.
+    """
+    policy = model.policy
+    x = vec_normalize.normalize_obs(states) if vec_normalize is not None else states
+    policy.set_training_mode(False)
+    obs_tensor, _ = policy.obs_to_tensor(x)
+    get_distribution = getattr(policy, "get_distribution", None)
+    with torch.no_grad():
+        if get_distribution is None:  # DQN: Q-values as logits
+            q_net = cast(torch.nn.Module, policy.q_net)
+            return categorical(q_net(obs_tensor).numpy())
+        dist = get_distribution(obs_tensor)
+        if isinstance(dist, CategoricalDistribution):
+            return categorical(dist.distribution.logits.numpy())
+        if isinstance(dist, DiagGaussianDistribution):
+            normal = dist.distribution
+            return gaussian(normal.mean.numpy(), normal.scale.log().numpy())
+    raise TypeError(f"the policy KL supports categorical and diagonal Gaussian policies, not {dist}")
+
+
+def deterministic_act(model: BaseAlgorithm, vec_normalize: VecNormalize | None) -> Callable[[Any], Any]:
+    """``obs -> action`` of the deterministic policy (``predict(deterministic=True)``) on raw
+    observations normalized with ``vec_normalize``: how the recorded states are visited."""
+
+    def act_on(obs: Any) -> Any:
+        x = vec_normalize.normalize_obs(obs) if vec_normalize is not None else obs
+        return model.predict(x, deterministic=True)[0]
+
+    return act_on
 
 
 def act(

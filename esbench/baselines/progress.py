@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from esbench.tracking.drift import StageStates
+
 
 @dataclass
 class Progress:
@@ -44,3 +46,5 @@ class Progress:
     boundary_wall_clock_s: list[float] = field(default_factory=list)
     snapshots: list[np.ndarray] = field(default_factory=list)
     last_eval_by_stage: dict[str, float] = field(default_factory=dict)
+    # The states each ended stage's final policy visited there, for the policy KL (esbench.tracking.drift)
+    stage_states: list[StageStates] = field(default_factory=list)

@@ -67,9 +67,10 @@ from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.config.schema import stop_at_return
 from esbench.envs import make_env
 from esbench.runtime.cluster import dask_client, in_dask_task
+from esbench.tracking.drift import StageStates, write_stage_states
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.ruler import Counters, Stage, StagePlan, stage_plan, summary, write_snapshots
-from esbench.tracking.schema import SNAPSHOTS_FILE
+from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
 from esbench.utils.layout import ParamLayout
 from esbench.utils.statefile import StateFileError
@@ -110,6 +111,7 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
             result = _train_on_cluster(client, cfg, blob, sink)
     snaps = result.pop("snapshots")  # written where the driver runs, as every results file is
     write_snapshots(store.path(SNAPSHOTS_FILE), snaps.params, snaps.stages, snaps.boundaries, snaps.layout)
+    write_stage_states(store.path(STAGE_STATES_FILE), snaps.states)
     return result
 
 
@@ -183,6 +185,7 @@ class Snapshots:
     stages: list[str]
     boundaries: list[int]
     layout: ParamLayout
+    states: list[StageStates]  # for stage_states.npz (esbench.tracking.drift)
 
 
 def stage_config(cfg: DictConfig, stage: Stage) -> DictConfig:
@@ -264,7 +267,7 @@ def train_process(
                 if remaining > 0:
                     model.learn(remaining, callback=callback, reset_num_timesteps=not restored)
                 if not progress.stopped_at_return:
-                    callback.evaluation_point()  # the end of the stage, with its final parameters
+                    callback.evaluation_point(stage_end=True)  # the stage's end: its final parameters
             restored = False
             callback._clock()
             progress.boundaries.append(progress.timesteps)
@@ -309,5 +312,7 @@ def train_process(
         ),
         "updates": int(getattr(model, "_n_updates", 0)),
         "hyperparameters": {k: v for k, v in hp.items() if k != "name"},
-        "snapshots": Snapshots(progress.snapshots, plan.names, progress.boundaries, policy_layout(model)),
+        "snapshots": Snapshots(
+            progress.snapshots, plan.names, progress.boundaries, policy_layout(model), progress.stage_states
+        ),
     }

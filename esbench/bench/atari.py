@@ -4,11 +4,13 @@
 
 1. **Raw ALE**: agent steps/s and emulator frames/s of :func:`~esbench.envs.atari.make_atari_env`
    (the full preprocessing) with uniformly random actions, one process, no policy.
-2. **Rollout profile**: one process, one torch thread, the run's CNN policy (VBN reference batch
-   included) playing a few episodes through :func:`~esbench.runtime.rollout.run_episode`, as an ES
-   worker does: the share of rollout time spent in ``CNNPolicy.act`` (inference), in
-   ``CNNPolicy.set_params`` (once per episode: the VBN reference forward pass), and in the rest
-   (the emulator and preprocessing).
+2. **Rollout profiles**: one process, one torch thread, the run's CNN policy (VBN reference batch
+   included) playing a few differently-perturbed members as an ES worker does, once one by one
+   through :func:`~esbench.runtime.rollout.run_episode` (``algo.rollout_batch=1``) and once in
+   lockstep through :func:`~esbench.runtime.lockstep.run_lockstep` with
+   :class:`~esbench.policies.cnn.BatchedCNN`: the share of rollout time spent in inference, in
+   loading a member (once per episode: the VBN reference forward pass), and in the rest (the
+   emulator and preprocessing).
 3. **ES**: short OpenAI-ES runs through :func:`esbench.runner.run` on a fresh LocalCluster of
    1 and 2 workers (``tracker=none``): emulator frames/s and agent steps/s, steady state (the
    first generation, with worker start-up, and the last, with the final evaluation, left out) and
@@ -78,35 +80,55 @@ def raw_ale_rate(
 
 
 def rollout_profile(
-    game: str = "Pong", frame_skip: int = 4, episodes: int = 3, max_episode_steps: int = 500, seed: int = 0
+    game: str = "Pong",
+    frame_skip: int = 4,
+    episodes: int = 3,
+    max_episode_steps: int = 500,
+    seed: int = 0,
+    batch: int = 1,
+    sigma: float = 0.005,
 ) -> dict[str, float]:
     """Where an ES worker's rollout time goes, measured in this process with one torch thread.
 
-    Each episode is played as a worker plays a population member: ``set_params`` (which recomputes
-    the VBN statistics from the reference batch), then :func:`run_episode` from a fresh reset.
+    Each episode is played as a worker plays a population member: its own perturbed parameters
+    (``sigma`` times seeded Gaussian noise around the initial ones, so members do not share weights
+    in the cache), its VBN statistics from the reference batch, then a fresh reset. ``batch`` 1 plays
+    them one by one through :func:`run_episode` (``algo.rollout_batch=1``); ``batch`` B > 1 plays them
+    B at a time in lockstep through :func:`run_lockstep` and :class:`BatchedCNN`, as a worker with
+    ``algo.rollout_batch=B`` does (a task of ``episodes`` episodes).
 
     Returns:
-        ``{"episodes", "steps", "frames", "seconds", "agent_steps_per_s", "frames_per_s",
+        ``{"batch", "episodes", "steps", "frames", "seconds", "agent_steps_per_s", "frames_per_s",
         "act_share", "set_params_share", "env_share", "act_ms", "set_params_ms"}``; the three
-        shares sum to 1 (``env_share``: the emulator, preprocessing and the loop itself).
+        shares sum to 1 (``env_share``: the emulator, preprocessing and the loop itself); ``act_ms``
+        is per agent step, ``set_params_ms`` per episode.
     """
     import torch
 
     from esbench.config.compose import compose_run_config
     from esbench.envs import make_env
     from esbench.policies import make_policy
+    from esbench.policies.cnn import BatchedCNN, CNNPolicy
+    from esbench.runtime.lockstep import EpisodeJob, run_lockstep
     from esbench.runtime.rollout import run_episode
+    from esbench.runtime.worker import balanced_batch
     from esbench.utils.seeding import INIT_PARAMS, generator
 
     cfg = compose_run_config(_atari_overrides(game, frame_skip, max_episode_steps))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    env = make_env(cfg.env, training=True)
+    slots = balanced_batch(episodes, batch)
+    envs = [make_env(cfg.env, training=True) for _ in range(slots)]
     try:
-        policy = make_policy(cfg.policy, env, cfg.env, seed)
-        params = policy.init_params(generator(seed, INIT_PARAMS))
-        act = policy.act
-        act_s = 0.0
+        policy = make_policy(cfg.policy, envs[0], cfg.env, seed)
+        assert isinstance(policy, CNNPolicy)
+        theta = policy.init_params(generator(seed, INIT_PARAMS))
+        noise = np.random.default_rng(seed)
+        eps = [noise.standard_normal(theta.size, dtype=np.float32) for _ in range(episodes)]
+        jobs = [EpisodeJob(theta + np.float32(sigma) * e, seed + k) for k, e in enumerate(eps)]
+        player: Any = BatchedCNN(policy, slots) if batch > 1 else policy
+        act, set_params = player.act, (player.set_slot if batch > 1 else player.set_params)
+        act_s = set_s = 0.0
 
         def timed_act(obs: np.ndarray) -> Any:
             nonlocal act_s
@@ -115,21 +137,31 @@ def rollout_profile(
             act_s += time.perf_counter() - t
             return out
 
-        policy.act = timed_act  # type: ignore[method-assign]
-        set_s, steps, frames = 0.0, 0, 0
-        t0 = time.perf_counter()
-        for k in range(episodes):
+        def timed_set(*args: Any) -> None:
+            nonlocal set_s
             t = time.perf_counter()
-            policy.set_params(params)
+            set_params(*args)
             set_s += time.perf_counter() - t
-            ep = run_episode(env, policy, seed + k)
-            steps += ep.length
-            frames += ep.frames
+
+        player.act = timed_act
+        t0 = time.perf_counter()
+        if batch > 1:
+            player.set_slot = timed_set
+            played = run_lockstep(envs, player, jobs)
+        else:
+            played = []
+            for job in jobs:
+                timed_set(job.params)
+                played.append(run_episode(envs[0], player, job.seed))
         total = time.perf_counter() - t0
     finally:
-        env.close()
+        for env in envs:
+            env.close()
         torch.set_num_threads(threads)
+    steps = sum(ep.length for ep in played)
+    frames = sum(ep.frames for ep in played)
     return {
+        "batch": slots,
         "episodes": episodes,
         "steps": steps,
         "frames": frames,
@@ -211,9 +243,10 @@ def bench_atari(
     max_episode_steps: int = 500,
     population_size: int = 16,
     raw_seconds: float = 5.0,
-    profile_episodes: int = 3,
+    profile_episodes: int = 4,
+    rollout_batch: int = 4,
 ) -> dict[str, Any]:
-    """The Atari benchmark: raw ALE rate, rollout profile, ES throughput for each worker count.
+    """The Atari benchmark: raw ALE rate, rollout profiles, ES throughput for each worker count.
 
     Args:
         game: Any ALE game name (see :func:`esbench.envs.atari.resolve_game`).
@@ -224,39 +257,62 @@ def bench_atari(
         max_episode_steps: Episode cap (agent steps) of the profile and the ES runs.
         population_size: ES perturbations per generation (the same for every worker count).
         raw_seconds: Length of the raw ALE measurement.
-        profile_episodes: Episodes of the one-process rollout profile.
+        profile_episodes: Episodes of each one-process rollout profile (the same members one by
+            one and in lockstep).
+        rollout_batch: ``algo.rollout_batch`` of the lockstep profile and the ES runs (1: every
+            member one by one).
 
     Returns:
-        ``{"game", "env_id", "frame_skip", "cpu_count", "raw": raw_ale_rate(...),
-        "profile": rollout_profile(...), "es": [es_atari_throughput(...) per worker count],
-        "speedup": {workers: steady frames/s over that of the first entry}}``.
+        ``{"game", "env_id", "frame_skip", "cpu_count", "rollout_batch", "raw": raw_ale_rate(...),
+        "profile": rollout_profile(...) one by one, "profile_lockstep": rollout_profile(...) in
+        lockstep (absent when ``rollout_batch`` is 1), "es": [es_atari_throughput(...) per worker
+        count], "speedup": {workers: steady frames/s over that of the first entry}}``.
     """
     from esbench.envs.atari import resolve_game
 
     raw = raw_ale_rate(game, frame_skip, raw_seconds)
     profile = rollout_profile(game, frame_skip, profile_episodes, max_episode_steps)
+    lockstep = (
+        rollout_profile(game, frame_skip, profile_episodes, max_episode_steps, batch=rollout_batch)
+        if rollout_batch > 1
+        else None
+    )
+    fastest = max(profile, lockstep or profile, key=lambda p: p["agent_steps_per_s"])
     mean_len = profile["steps"] / profile["episodes"]
     rows = []
     for w in workers:
-        per_gen_s = population_size * mean_len / (profile["agent_steps_per_s"] * w)
+        per_gen_s = population_size * mean_len / (fastest["agent_steps_per_s"] * w)
         generations = max(6, math.ceil(seconds / per_gen_s))  # steady: >= 4 generations
-        rows.append(es_atari_throughput(w, generations, game, frame_skip, max_episode_steps, population_size))
+        rows.append(
+            es_atari_throughput(
+                w,
+                generations,
+                game,
+                frame_skip,
+                max_episode_steps,
+                population_size,
+                extra=[f"algo.rollout_batch={rollout_batch}"],
+            )
+        )
     base = rows[0]["steady_frames_per_s"]
     return {
         "game": game,
         "env_id": resolve_game(game),
         "frame_skip": frame_skip,
         "cpu_count": os.cpu_count(),
+        "rollout_batch": rollout_batch,
         "raw": raw,
         "profile": profile,
+        **({"profile_lockstep": lockstep} if lockstep is not None else {}),
         "es": rows,
         "speedup": {r["workers"]: r["steady_frames_per_s"] / base for r in rows},
     }
 
 
 def format_atari_bench(result: dict[str, Any]) -> str:
-    """The Atari benchmark as Markdown: the one-process rates, then ES per worker count."""
-    raw, prof = result["raw"], result["profile"]
+    """The Atari benchmark as Markdown: the one-process rates (one by one, and in lockstep when
+    measured), then ES per worker count."""
+    raw = result["raw"]
     lines = [
         f"ES on {result['env_id']} at frame-skip {result['frame_skip']} ({result['cpu_count']} cores)",
         "",
@@ -264,11 +320,19 @@ def format_atari_bench(result: dict[str, Any]) -> str:
         "|---|---|---|---|",
         f"| raw ALE, random actions, one process | {raw['agent_steps_per_s']:,.0f} | "
         f"{raw['frames_per_s']:,.0f} | |",
-        f"| ES rollout, one process (CNN policy) | {prof['agent_steps_per_s']:,.0f} | "
-        f"{prof['frames_per_s']:,.0f} | CNN act {prof['act_share']:.0%} of the time "
-        f"({prof['act_ms']:.2f} ms/step), emulator {prof['env_share']:.0%}, "
-        f"set params {prof['set_params_share']:.0%} |",
     ]
+    profiles = [("one by one", result["profile"])]
+    if "profile_lockstep" in result:
+        profiles.append((f"{result['profile_lockstep']['batch']} in lockstep", result["profile_lockstep"]))
+    for how, prof in profiles:
+        share = prof["agent_steps_per_s"] / raw["agent_steps_per_s"]
+        lines.append(
+            f"| ES rollout, one process (CNN policy, members {how}) | {prof['agent_steps_per_s']:,.0f} | "
+            f"{prof['frames_per_s']:,.0f} | {share:.2f} of raw ALE; "
+            f"CNN act {prof['act_share']:.0%} of the time ({prof['act_ms']:.2f} ms/step), "
+            f"emulator {prof['env_share']:.0%}, set params {prof['set_params_share']:.0%} |"
+        )
+    batch = result.get("rollout_batch")
     for row in result["es"]:
         speedup = result["speedup"][row["workers"]]
         limit = raw["frames_per_s"] * row["workers"]
@@ -276,6 +340,6 @@ def format_atari_bench(result: dict[str, Any]) -> str:
             f"| ES, {row['workers']} worker(s), steady | {row['steady_steps_per_s']:,.0f} | "
             f"{row['steady_frames_per_s']:,.0f} | {speedup:.2f}x of 1 worker; "
             f"{row['steady_frames_per_s'] / limit:.2f} of raw ALE x workers ({limit:,.0f} frames/s); "
-            f"{row['generations']} generations |"
+            f"{row['generations']} generations" + (f"; rollout_batch {batch}" if batch else "") + " |"
         )
     return "\n".join(lines)

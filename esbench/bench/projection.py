@@ -11,21 +11,31 @@ cost in it is measured here, on this machine, and written to ``results/bench/ben
 * **Master time per generation against population**: ``ask``, the sync message and its digest,
   merging the results and ``advance`` (the update every replica applies), on the 64x64 MLP for
   Humanoid-v5 (the paper's scaling task), for 40 to 10,000 episodes per generation.
-* **Message sizes**: the serialized task payload for those populations, with the sync history the
-  runtime sends (4 generation records) and with 1 record (a design change, measured beside it).
-* **Scheduler latency per task**: rounds of k tasks (k = 2 to 512) carrying those payloads to a
-  real ``dask scheduler`` with 2 ``dask worker`` processes over TCP (``cluster=processes``), each
-  task doing nothing: the round's time against k gives the per-task cost, and its growth with the
-  payload the scheduler's bytes per second.
+* **Message sizes**: the serialized task payload for those populations with ``algo.sync_history``
+  4 (the default) and 1 generation records, built here as a cross-check, and **measured from real
+  runs** (:func:`real_payloads`): Humanoid-v5 on 2 ``dask worker`` processes at 40 and 1,000
+  episodes per generation with each setting, ``bytes_to_workers`` per task read from their
+  ``metrics.csv`` in steady state. The projection's payloads are fitted to the real runs.
+* **Scheduler latency per task**: rounds of k tasks (k = 2 to 512) carrying those payloads (both
+  sync histories) to a real ``dask scheduler`` with 2 ``dask worker`` processes over TCP
+  (``cluster=processes``), each task doing nothing: the round's time against k gives the per-task
+  cost, and its growth with the payload the scheduler's bytes per second.
+* **What a shorter sync history costs here** (:func:`sync_history_cost`): a 2-worker HalfCheetah-v5
+  run of 20 generations with each setting, on one pair of ``dask worker`` processes: the snapshots
+  sent (a worker that missed more generations than the message carries gets one), bytes and seconds
+  per generation, and whether both end with the same ``params_sha256`` (they must).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 #: Episodes per generation measured for the master and the messages (the paper's Humanoid runs
 #: used at least 10,000 episodes per generation).
@@ -39,6 +49,18 @@ ENVS: tuple[tuple[str, str], ...] = (
 #: Tasks per round in the scheduler measurement, and the payloads (episodes) they carry.
 TASK_COUNTS: tuple[int, ...] = (2, 8, 32, 128, 512)
 SCHEDULER_POPULATIONS: tuple[int, ...] = (40, 2_000, 10_000)
+#: The sync histories measured: the runtime's default (4 records) and the design change (1).
+HISTORIES: tuple[int, ...] = (4, 1)
+#: Real runs whose task payloads are measured: (episodes per generation, tasks per worker). A
+#: payload is linear in the episodes (the records' offsets and returns); 1,000 rather than 10,000
+#: keeps the runs short (a 1-step Humanoid episode costs about 1 ms on a worker, its reset included).
+#: 5 tasks per worker keep each task's member list short (50 pairs), as on a large cluster.
+PAYLOAD_RUNS: tuple[tuple[int, int], ...] = ((40, 1), (1_000, 5))
+#: Generations of the real runs: the sync message holds its full history from generation 6 on
+#: (:data:`esbench.bench.comm.STEADY_FROM`), and the last generation carries an evaluation.
+PAYLOAD_GENERATIONS = 8
+#: Generations of the HalfCheetah-v5 runs of :func:`sync_history_cost`.
+COST_GENERATIONS = 20
 
 
 def _noop(spec: Any, msg: Any, members: list[int], mode: str) -> int:
@@ -124,7 +146,7 @@ def master_and_messages(populations: tuple[int, ...] = POPULATIONS, repeats: int
             {"episodes": n, "params": int(ctx.policy.num_params), "seconds": float(np.median(times))}
         )
         spec = ctx.spec
-        for history in (4, 1):
+        for history in HISTORIES:
             msg = _message(n, history, obs_dim, state)
             task = payload_bytes((evaluate_chunk, spec, msg, [0], "train"))
             messages.append({"episodes": n, "history": history, "task_bytes": task})
@@ -158,8 +180,10 @@ def scheduler_latency(repeats: int = 3, workers: int = 2) -> list[dict[str, Any]
     with spawned_cluster(workers, 1, config) as address, Client(address) as client:
         client.wait_for_workers(workers, timeout=60)
         scheduler = psutil.Process(int(client.run_on_scheduler(os.getpid)))
-        for n in SCHEDULER_POPULATIONS:
-            msg = _message(n, 4, obs_dim, state)
+        for n, history in [(n, h) for n in SCHEDULER_POPULATIONS for h in HISTORIES]:
+            if n == SCHEDULER_POPULATIONS[0] and history != HISTORIES[0]:
+                continue  # at 40 episodes the records are a few hundred bytes: one payload suffices
+            msg = _message(n, history, obs_dim, state)
             size = payload_bytes((_noop, spec, msg, [0], "train"))
             for k in TASK_COUNTS:
                 wall, master_cpu, scheduler_cpu = [], [], []
@@ -178,6 +202,7 @@ def scheduler_latency(repeats: int = 3, workers: int = 2) -> list[dict[str, Any]
                 rows.append(
                     {
                         "episodes": n,
+                        "history": history,
                         "task_bytes": size,
                         "tasks": k,
                         "seconds": float(np.median(wall)),
@@ -188,13 +213,109 @@ def scheduler_latency(repeats: int = 3, workers: int = 2) -> list[dict[str, Any]
     return rows
 
 
+def _real_run(address: str, root: str, overrides: list[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One ES run on the cluster at ``address``, in this process: (its metrics.csv, its summary)."""
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import run
+
+    cfg = compose_run_config(
+        [*overrides, "cluster=address", f"cluster.address={address}", "tracker=none",
+         "tracker.console=false", f"results_dir={root}"]
+    )  # fmt: skip
+    run_dir = run(cfg).run_dir
+    return pd.read_csv(run_dir / "metrics.csv"), json.loads((run_dir / "summary.json").read_text())
+
+
+def real_payloads(generations: int = PAYLOAD_GENERATIONS, workers: int = 2) -> list[dict[str, Any]]:
+    """Task payload bytes from real runs, for each of :data:`PAYLOAD_RUNS` and :data:`HISTORIES`.
+
+    Humanoid-v5 (the paper's scaling task, 64x64 MLP), episodes capped at 1 step (the bytes do not
+    depend on episode length), on ``workers`` ``dask worker`` processes. Every episode feeds the
+    observation statistics (``obs_norm_fraction=1``), so every record carries its observation sums,
+    as at 10,000 episodes (1%: 100 episodes a generation) and unlike 1% of 40 (now and then). A
+    task's payload is a steady generation's ``bytes_to_workers`` (the runtime's own count,
+    :mod:`esbench.runtime.wire`) over its tasks, from generations whose message holds the full
+    history, without an evaluation or a resync.
+    """
+    from esbench.bench.comm import steady_rows
+    from esbench.runtime.processes import spawned_cluster
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, spawned_cluster(workers, 1) as address:
+        for episodes, per_worker in PAYLOAD_RUNS:
+            for history in HISTORIES:
+                metrics, _ = _real_run(
+                    address, f"{tmp}/{episodes}-{history}",
+                    ["env=humanoid", f"algo.population_size={episodes}", f"algo.sync_history={history}",
+                     f"algo.tasks_per_worker={per_worker}", "algo.obs_norm_fraction=1.0",
+                     "env.max_episode_steps=1", f"budget.generations={generations}",
+                     "budget.timesteps=1000000000", "eval.interval_timesteps=1000000000", "eval.episodes=1"],
+                )  # fmt: skip
+                steady = steady_rows(metrics)
+                steady = steady[steady["snapshots_sent"] == 0]
+                members = episodes // 2  # antithetic pairs: split_members' n
+                tasks = np.minimum(members, steady["workers"].to_numpy() * per_worker)
+                rows.append(
+                    {
+                        "episodes": episodes,
+                        "history": history,
+                        "tasks_per_generation": float(np.mean(tasks)),
+                        "steady_generations": len(steady),
+                        "task_bytes": float(np.mean(steady["bytes_to_workers"].to_numpy() / tasks)),
+                        "snapshots_sent": int(metrics["snapshots_sent"].sum()),
+                    }
+                )
+    return rows
+
+
+def sync_history_cost(generations: int = COST_GENERATIONS, workers: int = 2) -> list[dict[str, Any]]:
+    """A HalfCheetah-v5 run (its defaults: population 40, evaluations every 50,000 timesteps) of
+    ``generations`` on ``workers`` ``dask worker`` processes, with each of :data:`HISTORIES`.
+
+    A worker that missed more generations than the message carries (it got no task: Dask put both
+    on the other worker) is sent a snapshot; the rows count them, with the bytes and the median
+    wall-clock per generation (generation 0's start-up left out) and the final ``params_sha256``.
+    Both runs share the worker processes, one after the other.
+    """
+    from esbench.runtime.processes import spawned_cluster
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, spawned_cluster(workers, 1) as address:
+        for history in HISTORIES:
+            metrics, summary = _real_run(
+                address, f"{tmp}/{history}",
+                ["env=halfcheetah", f"algo.sync_history={history}", f"budget.generations={generations}",
+                 "budget.timesteps=1000000000"],
+            )  # fmt: skip
+            per_generation = metrics.groupby("generation").agg(
+                wall=("wall_clock_s", "max"), to_workers=("bytes_to_workers", "sum")
+            )
+            trained = per_generation.loc[per_generation.index > 0]
+            rows.append(
+                {
+                    "history": history,
+                    "generations": int(metrics["generation"].max()),
+                    "snapshots_sent": int(metrics["snapshots_sent"].sum()),
+                    "generations_with_snapshot": int((metrics["snapshots_sent"] > 0).sum()),
+                    "bytes_to_workers_per_generation": float(trained["to_workers"].mean()),
+                    "seconds_per_generation": float(np.median(np.diff(per_generation["wall"].to_numpy()))),
+                    "wall_clock_s": float(metrics["wall_clock_s"].iloc[-1]),
+                    "params_sha256": str(summary["params_sha256"]),
+                }
+            )
+    return rows
+
+
 def bench_projection() -> dict[str, Any]:
-    """Everything :mod:`esbench.analysis.projection` is calibrated from (see the module doc)."""
+    """Everything :mod:`esbench.analysis.projection` is calibrated from (see the module doc), and
+    what a sync history of 1 record costs on this machine."""
     return {
         "cores": os.cpu_count(),
         "rollout": [rollout_cost(env, env_id) for env, env_id in ENVS],
         **master_and_messages(),
+        "payloads": real_payloads(),
         "scheduler": scheduler_latency(),
+        "sync_history_cost": sync_history_cost(),
     }
 
 
@@ -221,6 +342,21 @@ def format_projection(result: dict[str, Any]) -> str:
     for m in result["master"]:
         n = m["episodes"]
         lines.append(f"| {n:,} | {m['seconds']:.4f} | {sizes[(n, 4)]:,} | {sizes[(n, 1)]:,} |")
+    if result.get("payloads"):
+        lines += [
+            "",
+            "Task payloads measured from real runs (Humanoid-v5, 2 `dask worker` processes, "
+            "`bytes_to_workers` per task in steady state):",
+            "",
+            "| episodes / generation | `algo.sync_history` | tasks / generation | bytes per task | "
+            "snapshots sent |",
+            "|---|---|---|---|---|",
+        ]
+        for r in result["payloads"]:
+            lines.append(
+                f"| {r['episodes']:,} | {r['history']} | {r['tasks_per_generation']:.0f} | "
+                f"{r['task_bytes']:,.0f} | {r['snapshots_sent']} |"
+            )
     lines += [
         "",
         "Scheduler: rounds of k no-op tasks on 2 `dask worker` processes; wall / master CPU / "

@@ -61,6 +61,9 @@ def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
         key = getattr(cause, "full_key", None) or str(e).split("'")[1]
         parent, _, leaf = key.rpartition(".")
         allowed = _allowed_keys(parent)
+        if parent and not allowed and parent.rpartition(".")[0] in _SCHEMA_NODES:
+            # A map of the schema (e.g. budget.stop_at_return_by_env): any key, added with "+".
+            return f"{key}: not in the config yet; {parent} is a map: add an entry with +{key}=VALUE"
         close = difflib.get_close_matches(leaf, allowed, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         where = f" in {parent}" if parent else ""
@@ -74,6 +77,9 @@ def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
     if isinstance(cause, OmegaConfBaseException):
         return str(cause).splitlines()[0]
     return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+_SCHEMA_NODES = ("", "env", "policy", "budget", "eval", "cluster", "tracker", "algo")
 
 
 def _allowed_keys(parent: str) -> list[str]:

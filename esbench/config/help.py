@@ -11,8 +11,12 @@ from pathlib import Path
 
 from esbench.config.registry import algorithms
 
-#: Groups that are wiring, not choices a user makes (set by the algorithm's own file).
-_INTERNAL_GROUPS = frozenset({"family", "family_env"})
+#: Settings for a pair (family or algorithm, env) that Hydra applies by itself when both are chosen
+#: (conf/config.yaml: ``optional family_env: ${family}_${env}``, ``optional algo_env: ${algo}_${env}``).
+PAIR_GROUPS: tuple[str, ...] = ("family_env", "algo_env")
+
+#: Groups that are wiring, not choices a user makes (set by the algorithm's own file, or by the pair).
+_INTERNAL_GROUPS = frozenset({"family", *PAIR_GROUPS})
 
 USAGE = """\
 usage: esbench run [-m] [--cfg job [--resolve]] KEY=VALUE ...
@@ -64,6 +68,15 @@ def group_options(conf_dir: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+def pair_settings(conf_dir: Path) -> dict[str, str]:
+    """``{"<group>/<option>": description}`` of every file of the :data:`PAIR_GROUPS` of ``conf_dir``."""
+    return {
+        f"{group}/{f.stem}": _first_comment(f)
+        for group in PAIR_GROUPS
+        for f in sorted((conf_dir / group).glob("*.yaml"))
+    }
+
+
 def run_help(conf_dir: Path) -> str:
     """The text ``esbench run --help`` prints."""
     lines = [USAGE, "config groups (GROUP=OPTION):"]
@@ -72,6 +85,12 @@ def run_help(conf_dir: Path) -> str:
         width = max((len(o) for o in options), default=0)
         for option, description in options.items():
             lines.append(f"    {option.ljust(width)}  {description}".rstrip())
+    pairs = pair_settings(conf_dir)
+    if pairs:
+        lines.append("\n  applied by themselves to a chosen pair (family or algo, env); not chosen by hand:")
+        width = max(len(p) for p in pairs)
+        for name, description in pairs.items():
+            lines.append(f"    {name.ljust(width)}  {description}".rstrip())
     lines.append(
         "\n  Any key of the run schema (esbench/config/schema.py) or of the chosen algorithm's schema can"
         "\n  be set; a misspelled key or value fails before any work with the allowed ones listed."

@@ -46,11 +46,15 @@ class ESConfig:
     # Mania et al. 2018, Sec. 3; 0: the plain return). Reported returns are never shifted.
     reward_shift: float = 0.0
     # Execution knobs (the numbers do not depend on them). A generation is split into about
-    # workers*tasks_per_worker Dask tasks; an MLP task steps up to rollout_batch episodes in
+    # workers*tasks_per_worker Dask tasks; an MLP or CNN task steps up to rollout_batch episodes in
     # lockstep, in rounds as full as possible. One large task per worker amortizes the batched
     # forward pass best (`esbench bench`, README); Atari's variable-length episodes use 2.
     tasks_per_worker: int = _c(1, ge=1)
     rollout_batch: int = _c(32, ge=1)
+    # Generation records each task's sync message carries, so a worker up to this many generations
+    # behind catches up by replay; one further behind is sent a snapshot (the numbers are the same).
+    # 1 makes messages ~4x smaller at 10,000 episodes (`esbench bench projection`, README).
+    sync_history: int = _c(4, ge=1)
 
 
 @dataclass

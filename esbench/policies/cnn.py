@@ -17,6 +17,9 @@ Parameters live in one contiguous float32 numpy buffer; every torch parameter is
 setting a vector is a single copy. :meth:`CNNPolicy.param_layout` lists the order (PyTorch
 ``named_parameters`` order of :func:`a3c_cnn`).
 
+:class:`BatchedCNN` runs B differently-perturbed members in one forward pass (the lockstep rollout
+of ES workers), each member's logits bit-identical to :class:`CNNPolicy` alone.
+
 :func:`a3c_cnn` builds the same network as a plain ``nn.Module`` for the RL baselines (e.g. as an SB3
 features extractor), so both sides of a comparison use one architecture.
 """
@@ -29,8 +32,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from esbench.policies.base import Policy
+from esbench.policies.distribution import ActionDist, categorical
 from esbench.utils.layout import Block, ParamLayout
 
 if TYPE_CHECKING:
@@ -271,6 +276,10 @@ class CNNPolicy(Policy):
             out = self.net(x).numpy()
         return out[0] if single else out
 
+    def action_distribution(self, obs: np.ndarray) -> ActionDist:
+        """Categorical distributions over the logits of a batch of uint8 observations (N, *obs_shape)."""
+        return categorical(self.logits(np.asarray(obs).reshape(-1, *self.obs_shape)))
+
     def act(self, obs: np.ndarray) -> int:
         """The greedy action for one observation of shape ``obs_shape`` (uint8)."""
         np.multiply(obs, _INV_255, out=self._in_np[0], dtype=np.float32)
@@ -337,3 +346,152 @@ def make_cnn_policy(env_cfg: EnvConfig, policy_cfg: PolicyConfig, reference_seed
     env.close()
     ref = collect_reference_batch(env_cfg, policy_cfg.vbn_reference_size, reference_seed)
     return CNNPolicy(obs_shape, n_actions, ref)
+
+
+class BatchedCNN:
+    """``batch`` members of a :class:`CNNPolicy`'s architecture, each with its own weights and VBN
+    statistics, run in one batched forward pass: the Atari rollout hot path for B episodes stepped
+    in lockstep (:func:`esbench.runtime.lockstep.run_lockstep`).
+
+    Every layer keeps the members apart, and each member's arithmetic is the one
+    :meth:`CNNPolicy.act` performs alone: the first convolution runs member by member (the same
+    call as the one-member path; oneDNN's grouped kernel for 4 input channels per group is slower
+    than the per-call overhead it saves), the second is one *grouped* convolution with one group per
+    member (inputs stacked along channels, weights along output channels), the fully connected
+    layers are batched matrix products over per-member weight matrices (``bmm`` on CPU is one matrix
+    product per member), and VBN applies per-member statistics. So the logits are bit-identical to
+    the one-member path whatever shares the batch (``tests/test_cnn_policy.py`` checks it on the
+    machine that runs the tests, the grouped convolution included), an episode stays a pure
+    function of its own job, and ``algo.rollout_batch`` stays an execution knob.
+
+    Speed: batching saves the per-call overhead of the small layers (about 40 us per oneDNN
+    convolution call), but each member brings its own 2.6 MB fully connected matrix, read once per
+    step. A few slots per worker keep those in the last-level cache; many spill to memory and are
+    slower per member than playing one by one (``esbench bench atari``, README).
+
+    A slot's VBN statistics come from its own parameters on the template's reference batch:
+    :meth:`set_slot` runs :meth:`CNNPolicy.set_params` on the template (one reference forward pass
+    per episode, as the one-member path does) and copies the folded per-channel affine.
+
+    Args:
+        template: The policy whose architecture, reference batch and parameter layout are used;
+            :meth:`set_slot` overwrites its parameters.
+        batch: Number of slots B.
+    """
+
+    def __init__(self, template: CNNPolicy, batch: int) -> None:
+        self.t = template
+        self.batch = int(batch)
+        b = self.batch
+        mods = list(template.net)
+        self._convs = [m for m in mods if isinstance(m, nn.Conv2d)]
+        self._linears = [m for m in mods if isinstance(m, nn.Linear)]
+        # Per-member weights, members stacked on the first axis (grouped-convolution layout for
+        # the convolutions: member k's filters are rows k*out .. (k+1)*out - 1).
+        # Buffers come from np.zeros (calloc): memory a task never uses (slots past its prefix)
+        # is never touched, so a large ``batch`` costs address space, not RAM.
+        self.conv_w = [_zeros(b * m.out_channels, *m.weight.shape[1:]) for m in self._convs]
+        self.conv_b = [_zeros(b * m.out_channels) if m.bias is not None else None for m in self._convs]
+        self.lin_w = [_zeros(b, *m.weight.shape) for m in self._linears]  # (B, out, in)
+        self.lin_b = [_zeros(b, 1, m.out_features) if m.bias is not None else None for m in self._linears]
+        # VBN's folded affine (scale, shift) per member, one pair per hidden layer when VBN is on.
+        self.scale = [_zeros(b, m.weight.numel()) for m in template._vbn_modules]
+        self.shift = [_zeros(b, m.weight.numel()) for m in template._vbn_modules]
+        self._x_np = np.zeros((b, *template.obs_shape), np.float32)
+        self._x = torch.from_numpy(self._x_np)
+
+    def prefix(self, n: int) -> BatchedCNN:
+        """The first ``n`` slots as a batch of their own (views of this one's buffers), so a task
+        with fewer episodes than slots computes no empty members."""
+        if not 1 <= n <= self.batch:
+            raise ValueError(f"prefix of {n} slots from a batch of {self.batch}")
+        if n == self.batch:
+            return self
+        view = object.__new__(BatchedCNN)
+        view.t, view.batch = self.t, n
+        view._convs, view._linears = self._convs, self._linears
+        rows = [n * m.out_channels for m in self._convs]  # the first n members' filters
+        view.conv_w = [w[:r] for w, r in zip(self.conv_w, rows, strict=True)]
+        view.conv_b = [None if c is None else c[:r] for c, r in zip(self.conv_b, rows, strict=True)]
+        view.lin_w = [w[:n] for w in self.lin_w]
+        view.lin_b = [None if c is None else c[:n] for c in self.lin_b]
+        view.scale, view.shift = [s[:n] for s in self.scale], [s[:n] for s in self.shift]
+        view._x_np = self._x_np[:n]
+        view._x = self._x[:n]
+        return view
+
+    def set_slot(self, slot: int, flat: np.ndarray) -> None:
+        """Load one member's parameters (shape (num_params,)) into ``slot``, with the VBN statistics
+        of those parameters on the reference batch."""
+        self.t.set_params(flat)
+        with torch.no_grad():
+            for w, c, conv in zip(self.conv_w, self.conv_b, self._convs, strict=True):
+                rows = slice(slot * conv.out_channels, (slot + 1) * conv.out_channels)
+                w[rows] = conv.weight
+                if c is not None and conv.bias is not None:
+                    c[rows] = conv.bias
+            for w, c, lin in zip(self.lin_w, self.lin_b, self._linears, strict=True):
+                w[slot] = lin.weight
+                if c is not None and lin.bias is not None:
+                    c[slot, 0] = lin.bias
+            for scale, shift, v in zip(self.scale, self.shift, self.t._vbn_modules, strict=True):
+                assert v._frozen is not None  # set_params froze the statistics it computed
+                scale[slot], shift[slot] = v._frozen
+
+    def logits(self, obs: np.ndarray) -> torch.Tensor:
+        """Every slot's logits for its observation.
+
+        Args:
+            obs: uint8 observations, shape (batch, *obs_shape); row b is slot b's.
+
+        Returns:
+            float32 tensor (batch, n_actions), row b equal to slot b's policy alone on ``obs[b]``.
+        """
+        n = self.batch
+        np.multiply(obs, _INV_255, out=self._x_np, dtype=np.float32)
+        vbn = iter(zip(self.scale, self.shift, strict=True))
+        with torch.inference_mode():
+            h = self._x  # (B, C, H, W)
+            for k, (w, c, m) in enumerate(zip(self.conv_w, self.conv_b, self._convs, strict=True)):
+                o = m.out_channels
+                if k == 0:
+                    # The first convolution member by member, the very call CNNPolicy.act makes:
+                    # oneDNN's grouped kernel for 4 input channels per group is ~2.5x slower than
+                    # its ungrouped one, more than the per-call overhead that grouping saves.
+                    h = torch.cat(
+                        [
+                            F.conv2d(
+                                h[b : b + 1],
+                                w[b * o : (b + 1) * o],
+                                None if c is None else c[b * o : (b + 1) * o],
+                                m.stride,
+                            )
+                            for b in range(n)
+                        ]
+                    )
+                else:  # one grouped convolution, members stacked along channels
+                    h = F.conv2d(h.reshape(1, -1, *h.shape[2:]), w, c, m.stride, groups=n)
+                    h = h.reshape(n, o, *h.shape[2:])
+                if self.scale:
+                    scale, shift = next(vbn)
+                    h = torch.addcmul(shift[:, :, None, None], h, scale[:, :, None, None])
+                h = torch.relu_(h)
+            h = h.reshape(n, 1, -1)  # (B, 1, features): the per-member flatten
+            for k, (w, c) in enumerate(zip(self.lin_w, self.lin_b, strict=True)):
+                wt = w.transpose(1, 2)
+                h = torch.bmm(h, wt) if c is None else torch.baddbmm(c, h, wt)
+                if k < len(self.lin_w) - 1:
+                    if self.scale:
+                        scale, shift = next(vbn)
+                        h = torch.addcmul(shift[:, None, :], h, scale[:, None, :])
+                    h = torch.relu_(h)
+            return h.view(n, -1)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions for observations of shape (batch, *obs_shape): (batch,) int64."""
+        return self.logits(obs).argmax(dim=1).numpy()
+
+
+def _zeros(*shape: int) -> torch.Tensor:
+    """A float32 zero tensor over numpy memory (calloc'd: pages are mapped when first written)."""
+    return torch.from_numpy(np.zeros(shape, np.float32))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from esbench.policies.base import Policy
+from esbench.policies.distribution import ActionDist, categorical, deterministic_gaussian
 from esbench.utils.layout import Block, ParamLayout
 
 
@@ -133,6 +134,25 @@ class MLPPolicy(Policy):
             logits = x.reshape(self.act_dim, self.action_bins)
             return self._bin_values[np.arange(self.act_dim), logits.argmax(axis=1)]
         return np.clip(x, self.action_low, self.action_high)
+
+    def action_distribution(self, obs: np.ndarray) -> ActionDist:
+        """The forward pass of :meth:`act` on a batch, shape (n, obs_dim), as distributions:
+        categorical over the logits (``discrete_n``), one categorical per action dimension over its
+        bins' logits (``action_bins``), else Gaussians of std ``ACTION_STD`` around the clipped
+        action."""
+        x = np.asarray(obs, dtype=np.float32).reshape(-1, self.obs_dim)
+        if self.obs_norm:
+            x = np.clip((x - self._mean) * self._inv_std, -self.obs_clip, self.obs_clip)
+        last = len(self._weights) - 1
+        for k, (w, b) in enumerate(self._weights):
+            x = x @ w.T + b
+            if k < last:
+                x = self._act_fn(x, out=x)
+        if self.discrete_n is not None:
+            return categorical(x)
+        if self.action_bins > 0:
+            return categorical(x.reshape(len(x), self.act_dim, self.action_bins))
+        return deterministic_gaussian(np.clip(x, self.action_low, self.action_high))
 
 
 def _relu(x: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -9,6 +9,10 @@ sequence): the stage plan, evaluation schedule, rows, snapshots and summary are 
 algorithm uses (:mod:`esbench.tracking.ruler`); what is ES's own is a generation on stage k's
 environment and an evaluation of the current state on stage j's (``evaluate_chunk``'s ``stage``).
 A stage boundary is no generation: workers cannot replay it, so each gets one snapshot after it.
+Drift (:mod:`esbench.tracking.drift`) is the master's own work: at the end of a stage with a later
+one it replays the stage's first evaluation seeds with the stage's final policy to record the
+states it visits (so the numbers do not depend on the workers), and at every point it computes the
+current policy's action distributions on them (:meth:`Policy.action_distribution`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from esbench.config.schema import stop_at_return
+from esbench.policies.distribution import ActionDist
 from esbench.policies.obs_norm import ObsStats
 from esbench.runtime.cluster import dask_client, worker_count
 from esbench.runtime.evaluator import MemberEvaluator, split_members
@@ -31,26 +36,27 @@ from esbench.runtime.replica import GenerationRecord, SyncMessage, TrainerState,
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
 from esbench.strategies.base import ESState, Population
 from esbench.strategies.optimizers import OptState, init_opt_state
+from esbench.tracking.drift import DistributionFn, StageStates, record_stage_states, write_stage_states
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.ruler import (
     Counters,
     StageEval,
     StagePlan,
+    drift_at_point,
     eval_due,
     next_eval_at,
     point_rows,
+    stage_end_states,
     stage_plan,
     step_row,
     summary,
     target_reached,
     write_snapshots,
 )
-from esbench.tracking.schema import SNAPSHOTS_FILE
+from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
 
 log = logging.getLogger(__name__)
-
-SYNC_HISTORY = 4  # generation records sent with each task, for workers a little behind
 
 
 @dataclass
@@ -79,6 +85,8 @@ class Progress:
     boundary_wall_clock_s: list[float] = field(default_factory=list)
     snapshots: list[np.ndarray] = field(default_factory=list)
     last_eval_by_stage: dict[str, float] = field(default_factory=dict)
+    # The states each ended stage's final policy visited there, for the policy KL (esbench.tracking.drift)
+    stage_states: list[StageStates] = field(default_factory=list)
     points: int = 0  # evaluation points so far
     finished: bool = False
 
@@ -98,7 +106,8 @@ class Checkpoint:
 #: The dataclasses an ES checkpoint may hold: the whitelist its data-only state file is written and
 #: read with (:mod:`esbench.utils.statefile`); a checkpoint naming any other type is refused.
 CHECKPOINT_TYPES: tuple[type, ...] = (
-    Checkpoint, Progress, TrainerState, ESState, OptState, ObsStats, GenerationRecord, Population
+    Checkpoint, Progress, TrainerState, ESState, OptState, ObsStats, GenerationRecord, Population,
+    StageStates, ActionDist,
 )  # fmt: skip
 
 
@@ -118,6 +127,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     max_gens = cfg.budget.generations if not plan.is_sequence else None
     interval = int(cfg.eval.interval_timesteps)
     snapshots_path = store.path(SNAPSHOTS_FILE)
+    states_path = store.path(STAGE_STATES_FILE)
     layout = master.policy.param_layout()
 
     if cfg.resume and store.has_checkpoint:
@@ -139,6 +149,10 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
         workers = worker_count(client)
         evaluate = MemberEvaluator(client, spec)
         n_tasks_per = int(cfg.algo.tasks_per_worker)
+        # Generation records each sync message carries (algo.sync_history): a worker further behind
+        # is sent a snapshot instead. Trimmed here too, for a run resumed with a shorter history.
+        history = int(cfg.algo.sync_history)
+        prog.records = prog.records[-history:]
         t0 = time.perf_counter()
         wall0 = prog.wall_clock_s
 
@@ -148,8 +162,36 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 prog.cpu_s, prog.eval_timesteps, workers,
             )  # fmt: skip
 
-        def evaluation_point() -> list[StageEval]:
-            """Every stage of the plan evaluated at the current state; the counters updated."""
+        def distribution(at: TrainerState) -> DistributionFn:
+            """The action distributions of the policy of ``at`` (its own observation statistics)."""
+
+            def of(states: np.ndarray) -> ActionDist:
+                _load_policy(master, at)
+                return master.policy.action_distribution(states)
+
+            return of
+
+        def record_states() -> StageStates:
+            """The states the current policy visits on the stage it trains (its evaluation seeds),
+            played on the master: a function of the state alone, whatever the workers."""
+            master.select_stage(prog.stage)
+            _load_policy(master, state)
+            return record_stage_states(
+                plan.stages[prog.stage].name, master.eval_env, master.policy.act, distribution(state),
+                int(cfg.eval.seed), int(cfg.eval.episodes),
+            )  # fmt: skip
+
+        def evaluation_point(stage_end: bool = False) -> tuple[list[StageEval], dict[str, Any]]:
+            """Every stage of the plan evaluated at the current state, and the drift columns
+            (``point_rows``' ``shared`` and ``per_stage``); the counters updated. At the end of a
+            stage with a later one, that stage's states are recorded first (its KL is then 0)."""
+            if stage_end:
+                before = len(prog.stage_states)
+                prog.stage_states = stage_end_states(plan, prog.stage, record_states, prog.stage_states)
+                prog.eval_timesteps += sum(r.steps for r in prog.stage_states[before:])
+            shared, per_stage = drift_at_point(
+                state.es.params, prog.snapshots[prog.stage], prog.stage_states, distribution(state)
+            )
             evals = []
             for j, stage in enumerate(plan.stages):
                 (mean, std), steps, cpu = _evaluate(evaluate, state, prog, cfg, workers, j)
@@ -162,10 +204,10 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             prog.best_eval = max(prog.best_eval, own.mean)
             prog.next_eval_at = next_eval_at(prog.timesteps, interval)
             prog.points += 1
-            return evals
+            return evals, {"shared": shared, "per_stage": per_stage}
 
         if not logger.rows:  # timestep 0: the untrained policy, so every curve starts at its init
-            first = evaluation_point()
+            first, drift0 = evaluation_point()
             prog.stopped_at_return = target_reached(target, prog.last_eval[0])
             prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
             extras = {
@@ -174,7 +216,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 **evaluate.wire.take().row(),
                 "param_norm": float(np.linalg.norm(state.es.params)),
             }
-            for row in point_rows(counters(), plan.stages[0].name, first, extras):
+            for row in point_rows(counters(), plan.stages[0].name, first, extras, **drift0):
                 logger.record_many(row)
                 logger.dump()
             if prog.stopped_at_return:
@@ -191,7 +233,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             results = evaluate(msg, chunks, "train", state, prog.stage)
             record, stats = merge_results(population, results, float(cfg.algo.reward_shift))
             state, tell_metrics = advance(strategy, state, record)
-            prog.records = [*prog.records, record][-SYNC_HISTORY:]
+            prog.records = [*prog.records, record][-history:]
             prog.timesteps += stats["timesteps"]
             prog.frames += stats["frames"]
             prog.episodes += stats["episodes"]
@@ -200,8 +242,9 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 max_gens is not None and state.generation >= int(max_gens)
             )
             evals: list[StageEval] | None = None
+            drift: dict[str, Any] = {}
             if eval_due(prog.timesteps, prog.next_eval_at, stage_done):
-                evals = evaluation_point()
+                evals, drift = evaluation_point(stage_end=stage_done)
                 if target_reached(target, prog.last_eval[0]):
                     prog.stopped_at_return = stage_done = True
             prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
@@ -221,7 +264,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 **evaluate.wire.take().row(),  # this generation's tasks, evaluation included
             }
             rows = (
-                point_rows(counters(), stage.name, evals, train)
+                point_rows(counters(), stage.name, evals, train, **drift)
                 if evals is not None
                 else [step_row(counters(), stage.name, train)]
             )
@@ -243,6 +286,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                     prog.finished = True
                     prog.snapshots = [*prog.snapshots, state.es.params.copy()]
                 write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
+                write_stage_states(states_path, prog.stage_states)
             if prog.finished or boundary or state.generation % int(cfg.checkpoint_every) == 0:
                 ckpt = Checkpoint(state, prog, len(logger.rows), state_digest(state))
                 store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
@@ -266,6 +310,13 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
         ),
         "generations": state.generation,
     }
+
+
+def _load_policy(ctx: RunContext, state: TrainerState) -> None:
+    """Set ``ctx.policy`` to ``state``'s parameters and observation statistics (as a worker does)."""
+    ctx.policy.set_params(state.es.params)
+    if state.obs is not None:
+        ctx.policy.set_obs_stats(state.obs.mean, state.obs.std)
 
 
 def begin_stage(state: TrainerState, plan: StagePlan) -> TrainerState:

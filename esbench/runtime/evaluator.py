@@ -63,12 +63,13 @@ class MemberEvaluator:
     ) -> list[ChunkResult]:
         """The chunks' results in chunk order, played on stage ``stage``'s environment.
 
-        Workers that cannot reach ``msg.generation`` by replay (new, restarted, too far behind)
-        answer stale; those chunks are sent again with a snapshot of ``state``, scattered once,
-        and counted in :attr:`wire` (``snapshots_sent``). A worker lost mid-task has its task
-        recomputed elsewhere by Dask; since every random stream is derived from (seed, generation,
-        member), the recomputed result is the same. A snapshot lost with its worker before the
-        stale tasks fetched it is scattered again.
+        Workers that cannot reach ``msg.generation`` by replay (new, restarted, or further behind
+        than the records the message carries: ``algo.sync_history``) answer stale; those chunks are
+        sent again with a snapshot of ``state``, scattered once, and counted in :attr:`wire`
+        (``snapshots_sent``). A worker lost mid-task has its task recomputed elsewhere by Dask;
+        since every random stream is derived from (seed, generation, member), the recomputed result
+        is the same. A snapshot lost with its worker before the stale tasks fetched it is scattered
+        again.
         """
         client, spec = self.client, self.spec
         self.held = []  # the previous call's results: released in the same batch as the submission

@@ -1,8 +1,10 @@
-"""Episodes of many differently-perturbed MLP policies, stepped in lockstep over B environments.
+"""Episodes of many differently-perturbed policies, stepped in lockstep over B environments.
 
-The single-episode loop (:func:`esbench.runtime.rollout.run_episode`) pays numpy's per-call
-overhead for every environment step; here one stacked forward pass serves B environments, so
-that overhead is paid once per B steps and the rollout runs close to the simulator's raw rate.
+The single-episode loop (:func:`esbench.runtime.rollout.run_episode`) pays the framework's per-call
+overhead (numpy for the MLP, torch and oneDNN for the Atari CNN) for every environment step; here
+one batched forward pass serves B environments (:class:`~esbench.policies.mlp.BatchedMLP`,
+:class:`~esbench.policies.lowrank.LowRankBatchedMLP`, :class:`~esbench.policies.cnn.BatchedCNN`),
+so that overhead is paid once per B steps and the rollout runs closer to the simulator's raw rate.
 Each slot is refilled from the job queue as soon as its episode ends. Every episode is still a
 pure function of its own job (parameters, reset seed, noise stream): the same numbers as if it ran
 alone, whatever shares its batch.
@@ -18,7 +20,6 @@ import gymnasium as gym
 import numpy as np
 
 from esbench.policies.lowrank import LowRank
-from esbench.policies.mlp import MLPPolicy
 from esbench.runtime.rollout import Episode
 
 _NOISE_BLOCK = 1024
@@ -49,10 +50,11 @@ class _Slot:
 
 
 class BatchPolicy(Protocol):
-    """What the lockstep loop drives: :class:`~esbench.policies.mlp.BatchedMLP` (a job's dense
-    parameters per slot) or :class:`~esbench.policies.lowrank.LowRankBatchedMLP` (its factors)."""
+    """What the lockstep loop drives: :class:`~esbench.policies.mlp.BatchedMLP` or
+    :class:`~esbench.policies.cnn.BatchedCNN` (a job's dense parameters per slot), or
+    :class:`~esbench.policies.lowrank.LowRankBatchedMLP` (its factors). ``act`` takes the slots'
+    observations stacked on a first axis of length ``batch``."""
 
-    t: MLPPolicy
     batch: int
 
     def set_slot(self, slot: int, member: Any, /) -> None: ...
@@ -74,7 +76,12 @@ def run_lockstep(envs: list[gym.Env], policy: BatchPolicy, jobs: list[EpisodeJob
         raise ValueError(f"{len(envs)} environments for a batch of {batch}")
     continuous = isinstance(envs[0].action_space, gym.spaces.Box)
     act_shape: tuple[int, ...] = tuple(envs[0].action_space.shape or ()) if continuous else ()
-    obs_buf = np.zeros((batch, policy.t.obs_dim), np.float32)
+    # Slot b's current observation. Integer observations (Atari's uint8 frame stacks) are kept as
+    # they are, the CNN scales them itself; real-valued ones are stored as the float32 the MLPs
+    # compute in (one rounding, the one MLPPolicy.act makes).
+    space = envs[0].observation_space
+    integer = space.dtype is not None and np.issubdtype(space.dtype, np.integer)
+    obs_buf = np.zeros((batch, *(space.shape or ())), space.dtype if integer else np.float32)
     # Action noise, vectorized over slots: slot b's current block of draws and its position in it.
     # A block is drawn when an episode starts and whenever its slot has used all of the previous
     # one; ``until_refill`` counts down (in plain Python) to the next slot that runs out, so the

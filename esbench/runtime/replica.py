@@ -1,11 +1,13 @@
 """The trainer state that master and workers both hold, and the one function that advances it.
 
 DESIGN.md promise 2: per generation only O(population) numbers cross the wire. The master sends
-each task a :class:`SyncMessage` — the generation wanted, a digest of the state, and the last few
-:class:`GenerationRecord` s (noise offsets, returns, observation sums). A worker that already holds
-an earlier state replays those records with :func:`advance`, the very function the master applies,
-so it reaches a bit-identical state; it checks the digest, and only a worker that is new, restarted
-or too far behind (or whose replay disagrees) is sent a full snapshot.
+each task a :class:`SyncMessage` — the generation wanted, a digest of the state, and the last
+``algo.sync_history`` :class:`GenerationRecord` s (noise offsets, returns, observation sums; 4 by
+default). A worker that already holds an earlier state replays those records with :func:`advance`,
+the very function the master applies, so it reaches a bit-identical state; it checks the digest,
+and only a worker that is new, restarted or more than ``sync_history`` generations behind (or whose
+replay disagrees) is sent a full snapshot. The history length changes what crosses the wire (each
+record is O(population): at 10,000 episodes most of a task's payload), never the numbers.
 """
 
 from __future__ import annotations

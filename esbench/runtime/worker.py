@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from esbench.envs import make_env
 from esbench.policies import ObsStats, Policy, make_policy
+from esbench.policies.cnn import BatchedCNN, CNNPolicy
 from esbench.policies.lowrank import LowRank, LowRankBatchedMLP, LowRankSource
 from esbench.policies.mlp import BatchedMLP, MLPPolicy
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
@@ -95,24 +96,35 @@ class RunContext:
         self.strategy: Strategy = make_strategy(
             self.algo, self.policy.num_params, spec.seed, self.policy.param_layout()
         )
-        # MLP policies step B environments in lockstep with one stacked forward pass.
-        self.batched: BatchedMLP | None = None
-        self.envs: list[Any] = []
-        if isinstance(self.policy, MLPPolicy) and int(self.algo.get("rollout_batch", 1)) > 1:
-            batch = int(self.algo.rollout_batch)
+        # MLP and CNN policies step up to B environments in lockstep with one batched forward pass
+        # (bit-identical per slot to the one-by-one path, so B never changes the numbers).
+        self.batched: BatchedMLP | BatchedCNN | None = None
+        batch = int(self.algo.get("rollout_batch", 1))
+        if batch > 1 and isinstance(self.policy, MLPPolicy):
             self.batched = BatchedMLP(self.policy, batch)
-            self.envs = [self.env, *(make_env(self.env_cfg, training=True) for _ in range(batch - 1))]
+        elif batch > 1 and isinstance(self.policy, CNNPolicy):
+            self.batched = BatchedCNN(self.policy, batch)
+        # The lockstep environments (training, and evaluation where it differs: Atari), each list
+        # starting with the env of the one-by-one path. MuJoCo's are cheap and all built now; Atari's
+        # (an emulator each) are built when a task first needs that many slots (lockstep_envs).
+        self.envs: list[Any] = [self.env] if self.batched is not None else []
+        self.eval_envs: list[Any] = [self.eval_env] if self.batched is not None else []
         # A low-rank strategy (EGGROLL) plays its training members as factors over shared weights.
         self.lowrank: LowRankBatchedMLP | None = None
         self.factored: LowRankSource | None = None
-        if self.batched is not None and getattr(self.strategy, "low_rank", False):
+        if isinstance(self.batched, BatchedMLP) and getattr(self.strategy, "low_rank", False):
             self.factored = cast(LowRankSource, self.strategy)
             self.lowrank = LowRankBatchedMLP(self.batched.t, self.batched.batch, self.factored.rank)
         self.states: dict[int, TrainerState] = {}
         self.verified: set[int] = set()
-        # A sequence's stages: (env, eval env, lockstep envs) per stage, built when first used.
+        # A sequence's stages: (env, eval env, lockstep envs, lockstep eval envs) per stage, built
+        # when first used.
         self.stage = 0
-        self.stage_sets: dict[int, tuple[Any, Any, list[Any]]] = {0: (self.env, self.eval_env, self.envs)}
+        self.stage_sets: dict[int, tuple[Any, Any, list[Any], list[Any]]] = {
+            0: (self.env, self.eval_env, self.envs, self.eval_envs)
+        }
+        if isinstance(self.batched, BatchedMLP):
+            self.lockstep_envs(batch, evaluation=False)
 
     def select_stage(self, stage: int) -> None:
         """Play on stage ``stage``'s environments from now on (built on first use; the policy,
@@ -125,25 +137,27 @@ class RunContext:
             env_cfg = OmegaConf.create(self.spec.stage_envs[stage])
             env = make_env(env_cfg, training=True)
             eval_env = make_env(env_cfg, training=False) if env_cfg.kind == "atari" else env
-            more = len(self.envs) - 1 if self.envs else 0  # lockstep envs beyond the first
-            envs = [env, *(make_env(env_cfg, training=True) for _ in range(more))] if self.envs else []
-            self.stage_sets[stage] = (env, eval_env, envs)
-        self.env, self.eval_env, self.envs = self.stage_sets[stage]
+            lockstep = self.batched is not None  # each lockstep list starts with the stage's env
+            self.stage_sets[stage] = (env, eval_env, [env] * lockstep, [eval_env] * lockstep)
+        self.env, self.eval_env, self.envs, self.eval_envs = self.stage_sets[stage]
         self.stage = stage
+        if isinstance(self.batched, BatchedMLP):
+            self.lockstep_envs(self.batched.batch, evaluation=False)
 
     def close(self) -> None:
         """Release the environments (every stage's)."""
-        every = [e for env, eval_env, envs in self.stage_sets.values() for e in (env, eval_env, *envs)]
+        every = [e for env, ev, envs, evs in self.stage_sets.values() for e in (env, ev, *envs, *evs)]
         for env in {id(e): e for e in every}.values():
             env.close()
 
     def play(self, jobs: list[EpisodeJob], evaluation: bool) -> list[Episode]:
-        """Play episodes: in lockstep for MLP policies, one by one otherwise. Low-rank jobs
-        (:class:`LowRank`) play on :attr:`lowrank`, whose base weights the caller has set."""
+        """Play episodes: in lockstep for MLP and CNN policies with ``rollout_batch > 1``, one by
+        one otherwise (the same numbers either way). Low-rank jobs (:class:`LowRank`) play on
+        :attr:`lowrank`, whose base weights the caller has set."""
         batched = self.lowrank if jobs and isinstance(jobs[0].params, LowRank) else self.batched
         if batched is not None and jobs:
             n = balanced_batch(len(jobs), batched.batch)
-            return run_lockstep(self.envs[:n], batched.prefix(n), jobs)
+            return run_lockstep(self.lockstep_envs(n, evaluation), batched.prefix(n), jobs)
         env = self.eval_env if evaluation else self.env
         episodes = []
         for job in jobs:
@@ -151,6 +165,18 @@ class RunContext:
             self.policy.set_params(job.params)
             episodes.append(run_episode(env, self.policy, job.seed, job.noise, collect_obs=job.collect_obs))
         return episodes
+
+    def lockstep_envs(self, n: int, evaluation: bool) -> list[Any]:
+        """The current stage's first ``n`` lockstep environments (evaluation ones for
+        ``evaluation`` on Atari, where they differ), built on first need: a process that never
+        plays a task of ``n`` episodes (the master) never builds ``n`` environments. Every episode
+        starts from ``reset(seed=...)``, so which environment object plays it does not matter."""
+        separate = evaluation and self.eval_env is not self.env
+        envs = self.eval_envs if separate else self.envs
+        cfg = OmegaConf.create(self.spec.stage_envs[self.stage]) if self.spec.stage_envs else self.env_cfg
+        while len(envs) < n:
+            envs.append(make_env(cfg, training=not separate))
+        return envs[:n]
 
     def member(self, es: ESState, population: Population, i: int, sign: int) -> np.ndarray | LowRank:
         """Member i played with ``sign``: its factors when :attr:`lowrank` plays it, else its

@@ -20,7 +20,12 @@ every rollout report its observation sums (``obs_norm_fraction: 1.0``); an env f
 may still turn normalization off (``env=cartpole`` does), in which case ``auto`` means V1 and an
 explicit ``v2`` is refused by :func:`check_ars`, which refuses any version/``policy.obs_norm``
 mismatch. The paper's policy is linear with no bias (``policy.hidden_sizes=[]``,
-``policy.bias=false``).
+``policy.bias=false``) and acts continuously.
+
+Hyperparameters: ``conf/algo/ars.yaml`` holds the reference code's README example (N = 8, every
+direction used); on the paper's six MuJoCo tasks, ``conf/algo_env/ars_<env>.yaml`` sets the ARS V2-t
+values of the paper's Table 9 (alpha, nu, N, b) and keeps actions continuous where the env file
+discretizes them for Salimans et al.'s MLP (Hopper, Swimmer).
 
 Where this differs from the reference code, and why:
 

@@ -21,6 +21,9 @@ stage j". Everything else they write goes through here:
 * Stop at a target (issue #15): a run ends at the first evaluation of the stage it trains at or
   above ``budget.stop_at_return`` (:func:`target_reached`); a sequence of several stages refuses a
   target (:func:`check_stop_at_return_with_sequence`: which stage would it stop?).
+* Drift at every evaluation point (:func:`drift_at_point`, :mod:`esbench.tracking.drift`): of the
+  parameters from the last stage-boundary snapshot, and of the policy on the states each ended
+  stage's final policy visited there (recorded when the stage ends: :func:`stage_end_states`).
 * The summary (:func:`summary`), with the stage names, boundaries ``T_k`` and per-stage wall-clock
   of a sequence, and the parameter snapshots at the stage boundaries (:func:`write_snapshots`,
   ``snapshots.npz``, the layout :mod:`esbench.tracking.schema` lists).
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ from esbench.config.schema import stop_at_return
 from esbench.config.sequence import stage_env_configs
 from esbench.config.validate import register_check
 from esbench.envs import resolved_env_id
+from esbench.tracking.drift import DistributionFn, StageStates, drift_columns, kl_columns
 from esbench.utils.io import atomic_write_bytes
 from esbench.utils.layout import ParamLayout
 from esbench.utils.seeding import sha256_array
@@ -233,7 +237,12 @@ def step_row(counters: Counters, train_stage: str, train: dict[str, Any]) -> dic
 
 
 def point_rows(
-    counters: Counters, train_stage: str, evals: Sequence[StageEval], train: dict[str, Any]
+    counters: Counters,
+    train_stage: str,
+    evals: Sequence[StageEval],
+    train: dict[str, Any],
+    shared: Mapping[str, Any] | None = None,
+    per_stage: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of an evaluation point: one per evaluated stage, in stage order.
 
@@ -244,6 +253,9 @@ def point_rows(
         train: The step's training statistics and extras (``train_return_mean``, ``grad_norm``,
             ``param_norm``, ``es/...``, wire counts, ...): on the row evaluating ``train_stage``
             only, so a training curve has one value per step.
+        shared: Columns of the parameters evaluated, on every row (the drift of
+            :func:`drift_at_point`).
+        per_stage: Columns of one evaluated stage, on its row (``policy_kl``).
 
     Returns:
         ``len(evals)`` rows.
@@ -255,10 +267,49 @@ def point_rows(
             row.update(train)
         elif "param_norm" in train:
             row["param_norm"] = train["param_norm"]  # the same parameters are evaluated on every row
+        row.update(shared or {})
+        row.update((per_stage or {}).get(ev.stage, {}))
         row["eval_return_mean"] = ev.mean
         row["eval_return_std"] = ev.std
         rows.append(row)
     return rows
+
+
+def drift_at_point(
+    params: np.ndarray,
+    snapshot: np.ndarray,
+    records: Sequence[StageStates],
+    distribution: DistributionFn,
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The drift columns of an evaluation point (:mod:`esbench.tracking.drift`), as
+    :func:`point_rows` takes them.
+
+    Args:
+        params: The parameters evaluated, shape (n_params,).
+        snapshot: The last stage-boundary snapshot (the start of the stage trained).
+        records: The states of every ended stage that has a later one (:class:`StageStates`).
+        distribution: The current policy's action distributions on raw observations (the family's
+            own code, with its current observation normalization).
+
+    Returns:
+        (``shared``: :data:`~esbench.tracking.drift.DRIFT_COLUMNS`, ``per_stage``: ``policy_kl`` of
+        every recorded stage).
+    """
+    return drift_columns(params, snapshot), kl_columns(records, distribution)
+
+
+def stage_end_states(
+    plan: StagePlan,
+    stage: int,
+    record: Callable[[], StageStates],
+    records: Sequence[StageStates],
+) -> list[StageStates]:
+    """``records`` with stage ``stage``'s states added when it ends with a later stage to come
+    (``record`` plays them: :func:`esbench.tracking.drift.record_stage_states`); unchanged
+    otherwise (the last stage: no later point would use them)."""
+    if stage + 1 >= len(plan.stages) or any(r.stage == plan.stages[stage].name for r in records):
+        return list(records)
+    return [*records, record()]
 
 
 # --- snapshots and summary --------------------------------------------------------------------
@@ -349,9 +400,11 @@ __all__ = [
     "StageEval",
     "StagePlan",
     "check_stop_at_return_with_sequence",
+    "drift_at_point",
     "eval_due",
     "next_eval_at",
     "point_rows",
+    "stage_end_states",
     "stage_plan",
     "step_row",
     "summary",

@@ -24,6 +24,9 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
                     ``layout_shapes`` (JSON) when the policy has a layer layout. RL baselines' vector
                     is the SB3 policy's ``state_dict`` values in order (actor, critic and, for DQN,
                     target network), ES's the policy's flat parameters
+    stage_states.npz the states each ended stage's final policy visited there and its action
+                    distributions on them, for the ``policy_kl`` column (esbench.tracking.drift;
+                    only for a sequence, once a stage with a later one has ended)
     wandb/          the W&B run files (offline mode: `wandb sync` them later)
 """
 
@@ -52,6 +55,17 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "bytes_to_workers",  # task payloads (spec, sync message, members) and snapshots; RL: empty
     "bytes_from_workers",  # task results (returns, lengths, observation sums); RL: empty
     "snapshots_sent",  # tasks re-sent with a full state to a new, restarted or lagging worker
+    # Drift at an evaluation point (esbench.tracking.drift), empty on rows without an evaluation.
+    # Of the parameters from the last stage-boundary snapshot (the start of the stage trained; the
+    # initial parameters in stage 0), Δ = θ - θ_b, the same on every row of a point:
+    "drift_l2",  # ||Δ||_2
+    "drift_rel",  # ||Δ||_2 / ||θ_b||_2
+    "drift_sparsity_1e-6",  # mean(|Δ| <= 1e-6): the fraction of parameters (nearly) unchanged
+    "drift_sparsity_1e-4",  # mean(|Δ| <= 1e-4)
+    # Of the policy, on the row evaluating an ended stage k (empty until k ends and without a later
+    # stage): mean over the states the stage-k-end policy visited on stage k of
+    # KL(π_{end of k} || π_now) (categorical from logits, or Gaussian; ES continuous: std 0.01)
+    "policy_kl",
 )
 
 #: Columns that depend on where and how fast a run executes, not on what it computes: a run
@@ -107,6 +121,7 @@ SUMMARY_FILE = "summary.json"
 ENV_FILE = "env.json"
 CHECKPOINT_FILE = "checkpoint.npz"
 SNAPSHOTS_FILE = "snapshots.npz"
+STAGE_STATES_FILE = "stage_states.npz"
 #: Where esbench before data-only checkpoints kept a pickle. Never loaded (unpickling runs code);
 #: a run directory holding one refuses to resume and says so.
 LEGACY_CHECKPOINT_FILE = "checkpoint.pkl"

@@ -1,0 +1,254 @@
+"""Drift during a run: how far the parameters and the policy moved from a stage-boundary snapshot.
+
+Issue #14 asks, besides the returns, how far a run moved away from what it had learned. The
+ruler (:mod:`esbench.tracking.ruler`) logs two kinds of drift at every evaluation point, for ES and
+the RL baselines alike (each family supplies only "the action distribution of my policy on these
+states"):
+
+* **Parameter drift** from the last stage-boundary snapshot θ_b (the parameters the stage being
+  trained started from; the initial ones in stage 0), ``Δ = θ - θ_b`` in float64: global L2
+  ``||Δ||_2``, relative ``||Δ||_2 / ||θ_b||_2`` and update sparsity ``mean(|Δ| <= τ)`` at
+  ``τ = 1e-6`` and ``1e-4`` (:data:`SPARSITY_THRESHOLDS`; Abdi, Gupta et al. 2026, "Evolutionary
+  Strategies lead to Catastrophic Forgetting in LLMs", arXiv:2601.20861). Columns
+  :data:`DRIFT_COLUMNS`, the same on every row of a point (one parameter vector).
+* **Policy drift** on earlier stages' states: when stage k ends (and a later stage follows), the
+  policy π_k that ended it plays the first :data:`STATE_EPISODES` evaluation episodes of stage k
+  (the run's fixed evaluation seeds ``eval.seed + e``, acting deterministically) and at most
+  :data:`MAX_STATES` of the observations it sees are kept, evenly spaced (:func:`visited_states`),
+  with π_k's action distributions on them, computed with π_k's own observation normalization
+  (:class:`StageStates`). At every later point the current policy's distributions on those states
+  give ``policy_kl = mean_s KL(π_k(.|s) || π(.|s))`` (:mod:`esbench.policies.distribution`), on
+  the row evaluating stage k. At the point that ends stage k it is 0 by construction.
+
+The recorded states are data (arrays), kept in the trainers' checkpoints (a resumed run computes
+the same numbers) and written next to ``snapshots.npz`` as ``stage_states.npz``
+(:func:`write_stage_states`, :func:`load_stage_states`). They depend only on the parameters, the
+observation statistics and the evaluation seeds, so the numbers are a pure function of the config
+whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import ArrayLike
+
+from esbench.policies.distribution import ActionDist, kl_divergence
+from esbench.utils.io import atomic_write_bytes
+
+#: |Δ| thresholds of update sparsity (Abdi, Gupta et al. 2026).
+SPARSITY_THRESHOLDS: tuple[float, ...] = (1e-6, 1e-4)
+#: The metrics columns of parameter drift from the last stage-boundary snapshot.
+DRIFT_COLUMNS: tuple[str, ...] = ("drift_l2", "drift_rel", "drift_sparsity_1e-6", "drift_sparsity_1e-4")
+#: The metrics column of policy drift on an ended stage's states.
+KL_COLUMN = "policy_kl"
+#: Evaluation episodes (the first ones of the fixed seeds) whose states a stage records.
+STATE_EPISODES = 3
+#: At most this many states per stage, evenly spaced over those episodes' steps.
+MAX_STATES = 256
+
+#: "The action distributions of the current policy on these raw observations": what a family supplies.
+DistributionFn = Callable[[np.ndarray], ActionDist]
+
+
+# --- parameter drift --------------------------------------------------------------------------
+
+
+def _delta(current: np.ndarray, snapshot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    cur = np.asarray(current, dtype=np.float64).ravel()
+    ref = np.asarray(snapshot, dtype=np.float64).ravel()
+    if cur.shape != ref.shape:
+        raise ValueError(f"parameter vectors differ in size: {cur.size} vs {ref.size}")
+    return cur - ref, ref
+
+
+def update_sparsity(delta: ArrayLike, tau: float) -> float:
+    """Fraction of parameters whose change is at most ``tau`` in magnitude: ``mean(|Δ| <= τ)``."""
+    d = np.abs(np.asarray(delta, dtype=np.float64))
+    return float(np.mean(d <= tau)) if d.size else float("nan")
+
+
+def _drift_numbers(delta: np.ndarray, ref: np.ndarray, thresholds: Sequence[float]) -> dict[str, float]:
+    l2 = float(np.linalg.norm(delta))
+    ref_norm = float(np.linalg.norm(ref))
+    out = {"l2": l2, "rel": l2 / ref_norm if ref_norm > 0 else float("nan")}
+    for tau in thresholds:
+        out[f"sparsity@{tau:g}"] = update_sparsity(delta, tau)
+    return out
+
+
+def param_drift(
+    current: np.ndarray, snapshot: np.ndarray, thresholds: Sequence[float] = SPARSITY_THRESHOLDS
+) -> dict[str, float]:
+    """How far a flat parameter vector moved from a snapshot.
+
+    Args:
+        current: θ, shape (n_params,) (float32 as stored; computed in float64).
+        snapshot: θ_k, shape (n_params,).
+        thresholds: τ values of the update sparsity.
+
+    Returns:
+        ``{"l2": ||Δ||_2, "rel": ||Δ||_2 / ||θ_k||_2 (NaN when ||θ_k|| = 0),
+        "sparsity@<τ>": mean(|Δ| <= τ) for each τ}`` with Δ = θ - θ_k.
+    """
+    delta, ref = _delta(current, snapshot)
+    return _drift_numbers(delta, ref, thresholds)
+
+
+def drift_columns(params: np.ndarray, snapshot: np.ndarray) -> dict[str, float]:
+    """:data:`DRIFT_COLUMNS` of ``params`` from ``snapshot`` (:func:`param_drift` at 1e-6, 1e-4)."""
+    d = param_drift(params, snapshot, SPARSITY_THRESHOLDS)
+    return dict(
+        zip(DRIFT_COLUMNS, (d["l2"], d["rel"], d["sparsity@1e-06"], d["sparsity@0.0001"]), strict=True)
+    )
+
+
+# --- policy drift -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageStates:
+    """States the policy that ended a stage visited there, and its action distributions on them.
+
+    Attributes:
+        stage: The stage's name.
+        states: Raw observations (as the evaluation env returns them, before any normalization),
+            shape (n, *obs_shape).
+        reference: The stage-end policy's distributions on ``states`` (its own normalization).
+        steps: Environment steps played to record them.
+    """
+
+    stage: str
+    states: np.ndarray
+    reference: ActionDist
+    steps: int
+
+
+def visited_states(
+    env: gym.Env, act: Callable[[Any], Any], seeds: Sequence[int], max_states: int = MAX_STATES
+) -> tuple[np.ndarray, int]:
+    """Play one deterministic episode per seed and keep at most ``max_states`` observations.
+
+    Every observation an action is chosen on is a candidate; memory stays bounded by thinning (keep
+    every ``stride``-th step; when more than ``2 * max_states`` are held, drop every other one and
+    double the stride), then at most ``max_states`` are taken evenly spaced from those held. The
+    result depends only on the episodes, so replaying them gives the same states.
+
+    Args:
+        env: The stage's evaluation env.
+        act: The action for one raw observation (the policy's own normalization inside).
+        seeds: Reset seeds, one episode each.
+        max_states: The cap, >= 1.
+
+    Returns:
+        (states, shape (n, *obs_shape) in the env's dtype, with 1 <= n <= max_states; steps played).
+    """
+    kept: list[np.ndarray] = []
+    stride, step = 1, 0
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
+    for seed in seeds:
+        obs, _ = env.reset(seed=int(seed))
+        done = False
+        while not done:
+            if step % stride == 0:
+                kept.append(np.array(obs, copy=True))
+                if len(kept) > 2 * max_states:
+                    kept = kept[::2]
+                    stride *= 2
+            action = act(obs)
+            if discrete:
+                action = int(np.asarray(action).item())
+            obs, _, terminated, truncated, _ = env.step(action)
+            step += 1
+            done = bool(terminated or truncated)
+    pick = np.unique(np.linspace(0, len(kept) - 1, min(max_states, len(kept))).round().astype(int))
+    return np.stack([kept[i] for i in pick]), step
+
+
+def record_stage_states(
+    stage: str,
+    env: gym.Env,
+    act: Callable[[Any], Any],
+    distribution: DistributionFn,
+    eval_seed: int,
+    episodes: int,
+) -> StageStates:
+    """The :class:`StageStates` of ``stage`` for the policy acting as ``act`` / ``distribution``:
+    the first ``min(episodes, STATE_EPISODES)`` evaluation seeds ``eval_seed + e``."""
+    seeds = [int(eval_seed) + e for e in range(max(1, min(int(episodes), STATE_EPISODES)))]
+    states, steps = visited_states(env, act, seeds)
+    return StageStates(stage, states, distribution(states), steps)
+
+
+def policy_kl(recorded: StageStates, current: ActionDist) -> float:
+    """``mean_s KL(π_k(.|s) || π(.|s))`` over the recorded states (the ``policy_kl`` column)."""
+    return float(np.mean(kl_divergence(recorded.reference, current)))
+
+
+def kl_columns(records: Sequence[StageStates], distribution: DistributionFn) -> dict[str, dict[str, float]]:
+    """``{stage: {"policy_kl": value}}`` for every recorded stage, the current policy given by
+    ``distribution`` (for :func:`esbench.tracking.ruler.point_rows`' ``per_stage``)."""
+    return {r.stage: {KL_COLUMN: policy_kl(r, distribution(r.states))} for r in records}
+
+
+# --- the file ---------------------------------------------------------------------------------
+
+
+def write_stage_states(path: Path, records: Sequence[StageStates]) -> None:
+    """Write ``stage_states.npz`` atomically (data only; nothing written when ``records`` is empty).
+
+    Arrays, for the i-th recorded stage: ``states_<i>``, ``loc_<i>``, ``log_std_<i>`` (Gaussian
+    only), and ``stages`` (names), ``kinds`` (distribution kinds), ``steps``.
+    """
+    if not records:
+        return
+    arrays: dict[str, np.ndarray] = {
+        "stages": np.asarray([r.stage for r in records], dtype=str),
+        "kinds": np.asarray([r.reference.kind for r in records], dtype=str),
+        "steps": np.asarray([r.steps for r in records], dtype=np.int64),
+    }
+    for i, r in enumerate(records):
+        arrays[f"states_{i}"] = r.states
+        arrays[f"loc_{i}"] = r.reference.loc
+        if r.reference.log_std is not None:
+            arrays[f"log_std_{i}"] = r.reference.log_std
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def load_stage_states(path: str | Path) -> list[StageStates]:
+    """Read ``stage_states.npz`` (:func:`write_stage_states`) with ``allow_pickle=False``."""
+    with np.load(Path(path), allow_pickle=False) as archive:
+        a = {k: archive[k] for k in archive.files}
+    out = []
+    for i, (stage, kind, steps) in enumerate(zip(a["stages"], a["kinds"], a["steps"], strict=True)):
+        ref = ActionDist(str(kind), a[f"loc_{i}"], a.get(f"log_std_{i}"))
+        out.append(StageStates(str(stage), a[f"states_{i}"], ref, int(steps)))
+    return out
+
+
+__all__ = [
+    "DRIFT_COLUMNS",
+    "KL_COLUMN",
+    "MAX_STATES",
+    "SPARSITY_THRESHOLDS",
+    "STATE_EPISODES",
+    "DistributionFn",
+    "StageStates",
+    "drift_columns",
+    "kl_columns",
+    "load_stage_states",
+    "param_drift",
+    "policy_kl",
+    "record_stage_states",
+    "update_sparsity",
+    "visited_states",
+    "write_stage_states",
+]
