@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from esbench.bench.steady import steady_rate
+
 
 def _atari_overrides(game: str, frame_skip: int, max_episode_steps: int) -> list[str]:
     return [
@@ -190,7 +192,8 @@ def es_atari_throughput(
     Returns:
         ``{"workers", "generations", "timesteps", "frames", "wall_clock_s", "run_steps_per_s",
         "run_frames_per_s", "steady_steps_per_s", "steady_frames_per_s"}`` (steady: generations
-        1 .. n-2, i.e. without worker start-up and the final evaluation; NaN below 3 generations).
+        2 .. n-1, i.e. without worker start-up and the final evaluation,
+        :func:`~esbench.bench.steady.steady_window`; NaN below 3 generations).
     """
     from esbench.config.compose import compose_run_config
     from esbench.runner import run
@@ -215,12 +218,6 @@ def es_atari_throughput(
         outcome = run(cfg)
         metrics = pd.read_csv(outcome.run_dir / "metrics.csv")
     s = outcome.summary
-    steady = metrics.iloc[:-1]  # the last row includes the final evaluation
-    d_wall = steady["wall_clock_s"].iloc[-1] - steady["wall_clock_s"].iloc[0] if len(steady) >= 2 else 0.0
-
-    def rate(col: str) -> float:
-        return float((steady[col].iloc[-1] - steady[col].iloc[0]) / d_wall) if d_wall > 0 else math.nan
-
     wall = float(s["wall_clock_s"])
     return {
         "workers": workers,
@@ -230,8 +227,8 @@ def es_atari_throughput(
         "wall_clock_s": wall,
         "run_steps_per_s": float(s["steps_per_s"]),
         "run_frames_per_s": float(s["total_frames"]) / max(wall, 1e-9),
-        "steady_steps_per_s": rate("timesteps"),
-        "steady_frames_per_s": rate("frames"),
+        "steady_steps_per_s": steady_rate(metrics, "timesteps"),
+        "steady_frames_per_s": steady_rate(metrics, "frames"),
     }
 
 

@@ -52,7 +52,7 @@ def update_time(key: str, obs: int, hidden: list[int], act: int, repeats: int = 
     return {"algo": key, "params": policy.num_params, "update_s": float(np.median(times))}
 
 
-def bench_es_family(generations: int = 8, repeats: int = 2, raw_seconds: float = 3.0) -> dict[str, Any]:
+def bench_es_family(generations: int = 8, repeats: int = 3, raw_seconds: float = 3.0) -> dict[str, Any]:
     """Throughput of every ES variant with 2 workers, and master update times (see module doc)."""
     env_id = "HalfCheetah-v5"
     keys = sorted(algorithms("es"))

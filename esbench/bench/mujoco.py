@@ -3,8 +3,9 @@
 Run through ``esbench bench`` (:mod:`esbench.bench.command`).
 ES throughput is compared with the limit it can approach: the raw simulator rate (the same
 environment from ``make_env``, stepped with a constant action, no policy, one process) times the
-number of workers. Steady-state throughput excludes the first generation (worker warm-up) and the
-last (final evaluation); ``steps_per_s`` of the run summary (whole loop) is reported beside it.
+number of workers. Steady-state throughput excludes the timestep-0 evaluation, the first generation
+(worker warm-up) and the last (final evaluation) (:func:`esbench.bench.steady.steady_window`);
+``steps_per_s`` of the run summary (whole loop) is reported beside it.
 A breakdown (:mod:`esbench.bench.rollout`) places ES between the two: the simulator replaying
 ES's own actions (a moving body costs MuJoCo more than a still one), the ES rollout in one
 process (policy, action noise, lockstep loop), and two raw simulators at once (what two cores of
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from esbench.bench.steady import steady_rate
 
 OUT_DIR = Path("results/bench")
 
@@ -75,14 +78,11 @@ def es_throughput(
         )
         outcome = run(cfg)
         metrics = pd.read_csv(outcome.run_dir / "metrics.csv")
-    steady = metrics.iloc[:-1]  # the last row includes the final evaluation
-    d_steps = steady["timesteps"].iloc[-1] - steady["timesteps"].iloc[0]
-    d_wall = steady["wall_clock_s"].iloc[-1] - steady["wall_clock_s"].iloc[0]
     return {
         "workers": workers,
         "generations": generations,
         "timesteps": int(outcome.summary["total_timesteps"]),
-        "steady_steps_per_s": float(d_steps / d_wall),
+        "steady_steps_per_s": steady_rate(metrics),
         "run_steps_per_s": float(outcome.summary["steps_per_s"]),
         "wall_clock_s": float(outcome.summary["wall_clock_s"]),
     }
