@@ -208,6 +208,8 @@ def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
             "act_share": 0.3,
             "act_ms": 0.2,
             "env_share": 0.65,
+            "reset_share": 0.15,
+            "reset_ms": 120.0,
             "set_params_share": 0.05,
         },
         "rollout_batch": 4,
@@ -218,6 +220,8 @@ def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
             "act_share": 0.2,
             "act_ms": 0.13,
             "env_share": 0.75,
+            "reset_share": 0.2,
+            "reset_ms": 118.0,
             "set_params_share": 0.05,
         },
         "es": [
@@ -233,3 +237,4 @@ def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
     assert "members one by one) | 1,000 | 4,000 | 0.40 of raw ALE" in table
     assert "members 4 in lockstep) | 1,500 | 6,000 | 0.60 of raw ALE; CNN act 20%" in table
     assert "11 generations; rollout_batch 4 |" in table
+    assert "emulator 65% (of which seeded resets 15%, 120 ms each)" in table

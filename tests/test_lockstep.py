@@ -11,9 +11,9 @@ import pytest
 from esbench.config.compose import compose_run_config
 from esbench.envs import make_env
 from esbench.policies import make_policy
+from esbench.policies.episode import run_episode
 from esbench.policies.mlp import BatchedMLP
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
-from esbench.runtime.rollout import run_episode
 from esbench.runtime.worker import RunContext, RunSpec, balanced_batch
 from tests.conftest import SMALL
 

@@ -37,6 +37,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from esbench.config.eval_protocol import DETERMINISTIC, EvalProtocol
 from esbench.policies.distribution import ActionDist, categorical, gaussian
+from esbench.policies.episode import discrete_action, run_episode
 from esbench.utils.seeding import EVAL_ACTIONS, generator
 
 
@@ -162,6 +163,47 @@ def act(
     return model.predict(obs, deterministic=True)[0]
 
 
+class EvalActor:
+    """An SB3 model acting as the evaluation protocol says, for the shared episode loop
+    (:func:`esbench.policies.episode.run_episode`).
+
+    ``act`` normalizes the raw observation with ``vec_normalize``'s frozen statistics, chooses the
+    action with :func:`act` (random numbers from ``rng`` only) and, on a ``Discrete`` space, hands
+    the env a plain ``int``.
+
+    Args:
+        model: The SB3 model.
+        space: The evaluation env's action space.
+        vec_normalize: The training VecNormalize (statistics read, never updated), or None.
+        protocol: How the policy acts.
+        rng: The episode's evaluation stream (one per episode:
+            ``generator(run_seed, EVAL_ACTIONS, timestep, k)``).
+    """
+
+    __slots__ = ("discrete", "model", "protocol", "rng", "space", "vec_normalize")
+
+    def __init__(
+        self,
+        model: BaseAlgorithm,
+        space: gym.Space[Any],
+        vec_normalize: VecNormalize | None,
+        protocol: EvalProtocol,
+        rng: np.random.Generator,
+    ) -> None:
+        self.model = model
+        self.space = space
+        self.vec_normalize = vec_normalize
+        self.protocol = protocol
+        self.rng = rng
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+
+    def act(self, obs: Any) -> Any:
+        """The action at one raw observation (as the evaluation env returns it)."""
+        x = self.vec_normalize.normalize_obs(obs) if self.vec_normalize is not None else obs
+        action = act(self.model, x, self.space, self.protocol, self.rng)
+        return discrete_action(action) if self.discrete else action
+
+
 def evaluate(
     model: BaseAlgorithm,
     env: gym.Env,
@@ -174,6 +216,10 @@ def evaluate(
     timestep: int = 0,
 ) -> tuple[float, float, int]:
     """Play ``episodes`` seeded episodes with ``model`` acting as ``protocol`` says.
+
+    Each episode is played by :func:`esbench.policies.episode.run_episode`, the loop ES episodes
+    run, with an :class:`EvalActor` holding that episode's random stream: the two families' returns
+    and step counts are summed by the same code.
 
     Args:
         model: The SB3 model being trained.
@@ -190,20 +236,11 @@ def evaluate(
     """
     returns: list[float] = []
     steps = 0
-    discrete = isinstance(env.action_space, gym.spaces.Discrete)
     for k in range(episodes):
         rng = generator(run_seed, EVAL_ACTIONS, timestep, k)
-        obs, _ = env.reset(seed=seed + k)
-        total, done = 0.0, False
-        while not done:
-            x: Any = vec_normalize.normalize_obs(obs) if vec_normalize is not None else obs
-            action: Any = act(model, x, env.action_space, protocol, rng)
-            if discrete:
-                action = int(np.asarray(action).item())
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            steps += 1
-            done = terminated or truncated
-        returns.append(total)
+        actor = EvalActor(model, env.action_space, vec_normalize, protocol, rng)
+        episode = run_episode(env, actor, seed + k)
+        returns.append(episode.ret)
+        steps += episode.length
     arr = np.asarray(returns)
     return float(arr.mean()), float(arr.std()), steps

@@ -6,7 +6,7 @@
    (the full preprocessing) with uniformly random actions, one process, no policy.
 2. **Rollout profiles**: one process, one torch thread, the run's CNN policy (VBN reference batch
    included) playing a few differently-perturbed members as an ES worker does, once one by one
-   through :func:`~esbench.runtime.rollout.run_episode` (``algo.rollout_batch=1``) and once in
+   through :func:`~esbench.policies.episode.run_episode` (``algo.rollout_batch=1``) and once in
    lockstep through :func:`~esbench.runtime.lockstep.run_lockstep` with
    :class:`~esbench.policies.cnn.BatchedCNN`: the share of rollout time spent in inference, in
    loading a member (once per episode: the VBN reference forward pass), and in the rest (the
@@ -101,9 +101,12 @@ def rollout_profile(
 
     Returns:
         ``{"batch", "episodes", "steps", "frames", "seconds", "agent_steps_per_s", "frames_per_s",
-        "act_share", "set_params_share", "env_share", "act_ms", "set_params_ms"}``; the three
-        shares sum to 1 (``env_share``: the emulator, preprocessing and the loop itself); ``act_ms``
-        is per agent step, ``set_params_ms`` per episode.
+        "act_share", "set_params_share", "env_share", "reset_share", "act_ms", "set_params_ms",
+        "reset_ms"}``; the first three shares sum to 1 (``env_share``: the emulator,
+        preprocessing and the loop itself); ``reset_share`` is the part of ``env_share`` spent in
+        the seeded resets that start every episode (Gymnasium's ALE env reloads the ROM on a
+        seeded reset: ~0.1 s each here, against a few ms unseeded); ``act_ms`` is per agent step,
+        ``set_params_ms`` and ``reset_ms`` per episode.
     """
     import torch
 
@@ -111,8 +114,8 @@ def rollout_profile(
     from esbench.envs import make_env
     from esbench.policies import make_policy
     from esbench.policies.cnn import BatchedCNN, CNNPolicy
+    from esbench.policies.episode import run_episode
     from esbench.runtime.lockstep import EpisodeJob, run_lockstep
-    from esbench.runtime.rollout import run_episode
     from esbench.runtime.worker import balanced_batch
     from esbench.utils.seeding import INIT_PARAMS, generator
 
@@ -145,6 +148,23 @@ def rollout_profile(
             set_params(*args)
             set_s += time.perf_counter() - t
 
+        reset_s, resets = 0.0, 0
+
+        def timed_reset(env: Any) -> Any:
+            reset = env.reset
+
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                nonlocal reset_s, resets
+                t = time.perf_counter()
+                out = reset(*args, **kwargs)
+                reset_s += time.perf_counter() - t
+                resets += 1
+                return out
+
+            return timed
+
+        for env in envs:  # every episode starts with a seeded reset, as on a worker
+            env.reset = timed_reset(env)  # type: ignore[method-assign]
         player.act = timed_act
         t0 = time.perf_counter()
         if batch > 1:
@@ -173,8 +193,10 @@ def rollout_profile(
         "act_share": act_s / total,
         "set_params_share": set_s / total,
         "env_share": 1.0 - (act_s + set_s) / total,
+        "reset_share": reset_s / total,
         "act_ms": 1e3 * act_s / max(steps, 1),
         "set_params_ms": 1e3 * set_s / episodes,
+        "reset_ms": 1e3 * reset_s / max(resets, 1),
     }
 
 
@@ -327,7 +349,8 @@ def format_atari_bench(result: dict[str, Any]) -> str:
             f"| ES rollout, one process (CNN policy, members {how}) | {prof['agent_steps_per_s']:,.0f} | "
             f"{prof['frames_per_s']:,.0f} | {share:.2f} of raw ALE; "
             f"CNN act {prof['act_share']:.0%} of the time ({prof['act_ms']:.2f} ms/step), "
-            f"emulator {prof['env_share']:.0%}, set params {prof['set_params_share']:.0%} |"
+            f"emulator {prof['env_share']:.0%} (of which seeded resets {prof['reset_share']:.0%}, "
+            f"{prof['reset_ms']:.0f} ms each), set params {prof['set_params_share']:.0%} |"
         )
     batch = result.get("rollout_batch")
     for row in result["es"]:

@@ -60,8 +60,9 @@ def bench_es_family(generations: int = 8, repeats: int = 3, raw_seconds: float =
     raws = []
     for _ in range(repeats):
         for key in keys:  # interleaved: VM drift spreads over every variant alike
-            raw = raw_env_rate(env_id, raw_seconds)
+            before = raw_env_rate(env_id, raw_seconds)  # the raw rate just before and after the run
             res = es_throughput(2, generations, env_id, extra=[f"algo={key}"])
+            raw = (before + raw_env_rate(env_id, raw_seconds)) / 2
             raws.append(raw)
             trials[key].append(res["steady_steps_per_s"] / (2 * raw))
     throughput = [

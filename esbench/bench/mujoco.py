@@ -162,25 +162,34 @@ def concurrent_raw_rate(processes: int, env_id: str = "HalfCheetah-v5", seconds:
         return float(sum(pool.starmap(raw_env_rate, [(env_id, seconds)] * processes)))
 
 
-def bench_mujoco(generations: int = 10, repeats: int = 3, raw_seconds: float = 3.0) -> dict[str, Any]:
+def bench_mujoco(generations: int = 10, repeats: int = 5, raw_seconds: float = 3.0) -> dict[str, Any]:
     """ES throughput on HalfCheetah-v5 with 1 and 2 workers against the raw limit, and memory.
 
-    Shared machines drift (CPU steal, turbo), so each repeat measures the raw rate right next to
-    the ES runs it is compared with, and the medians over ``repeats`` are reported.
+    Shared machines drift (CPU steal, turbo, neighbours' memory traffic: the raw rate moved by 15%
+    between minutes here), so every ES run is compared with the raw rate measured just before and
+    just after it, the worker counts alternate which runs first, and the medians over ``repeats``
+    are reported with each trial's fraction.
     """
     from esbench.bench.rollout import rollout_breakdown
     from esbench.config.compose import compose_run_config
 
     env_id = "HalfCheetah-v5"
     trials: list[dict[str, Any]] = []
-    for _ in range(repeats):
-        raw = raw_env_rate(env_id, raw_seconds)
-        es = {w: es_throughput(w, generations, env_id) for w in (1, 2)}
+    for trial in range(repeats):
+        # Each ES run is bracketed by raw measurements (the host's speed drifts within a minute),
+        # and the order of the worker counts alternates between trials, so neither count always
+        # runs first.
+        es: dict[int, dict[str, Any]] = {}
+        raw_by_workers: dict[int, float] = {}
+        for w in (1, 2) if trial % 2 == 0 else (2, 1):
+            before = raw_env_rate(env_id, raw_seconds)
+            es[w] = es_throughput(w, generations, env_id)
+            raw_by_workers[w] = (before + raw_env_rate(env_id, raw_seconds)) / 2
         rollout = rollout_breakdown(compose_run_config([f"env.id={env_id}"]), repeats=1)
-        raw = (raw + raw_env_rate(env_id, raw_seconds)) / 2
         trials.append(
             {
-                "raw": raw,
+                "raw": float(np.mean(list(raw_by_workers.values()))),
+                "raw_by_workers": raw_by_workers,
                 "raw_2_processes": concurrent_raw_rate(2, env_id, raw_seconds),
                 "es": es,
                 "rollout": rollout,
@@ -200,7 +209,12 @@ def bench_mujoco(generations: int = 10, repeats: int = 3, raw_seconds: float = 3
             r[key] = med([t["es"][w][key] for t in trials])
         r["steady_steps_per_s_trials"] = [t["es"][w]["steady_steps_per_s"] for t in trials]
         r["limit_steps_per_s"] = raw * w
-        r["fraction_of_limit"] = med([t["es"][w]["steady_steps_per_s"] / (t["raw"] * w) for t in trials])
+        r["fraction_of_limit"] = med(
+            [t["es"][w]["steady_steps_per_s"] / (t["raw_by_workers"][w] * w) for t in trials]
+        )
+        r["fraction_of_limit_trials"] = [
+            t["es"][w]["steady_steps_per_s"] / (t["raw_by_workers"][w] * w) for t in trials
+        ]
         together = [t["raw"] if w == 1 else t["raw_2_processes"] for t in trials]
         r["fraction_of_concurrent_raw"] = med(
             [t["es"][w]["steady_steps_per_s"] / lim for t, lim in zip(trials, together, strict=True)]
@@ -237,11 +251,16 @@ def _print_mujoco(res: dict[str, Any]) -> None:
     )
     print(
         "| workers | ES steps/s (steady) | limit (raw x workers) | fraction | "
-        "fraction of concurrent raw | whole-run steps/s | trials |"
+        "fraction of concurrent raw | whole-run steps/s | trials (fraction) |"
     )
     print("|---|---|---|---|---|---|---|")
     for r in res["es"]:
-        trials = ", ".join(f"{x:,.0f}" for x in r["steady_steps_per_s_trials"])
+        trials = ", ".join(
+            f"{x:,.0f} ({f:.2f})"
+            for x, f in zip(
+                r["steady_steps_per_s_trials"], r.get("fraction_of_limit_trials", []), strict=False
+            )
+        )
         print(
             f"| {r['workers']} | {r['steady_steps_per_s']:,.0f} | {r['limit_steps_per_s']:,.0f} | "
             f"{r['fraction_of_limit']:.2f} | {r['fraction_of_concurrent_raw']:.2f} | "

@@ -1,6 +1,6 @@
 """Episodes of many differently-perturbed policies, stepped in lockstep over B environments.
 
-The single-episode loop (:func:`esbench.runtime.rollout.run_episode`) pays the framework's per-call
+The single-episode loop (:func:`esbench.policies.episode.run_episode`) pays the framework's per-call
 overhead (numpy for the MLP, torch and oneDNN for the Atari CNN) for every environment step; here
 one batched forward pass serves B environments (:class:`~esbench.policies.mlp.BatchedMLP`,
 :class:`~esbench.policies.lowrank.LowRankBatchedMLP`, :class:`~esbench.policies.cnn.BatchedCNN`),
@@ -19,10 +19,8 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from esbench.policies.episode import NOISE_BLOCK, Episode
 from esbench.policies.lowrank import LowRank
-from esbench.runtime.rollout import Episode
-
-_NOISE_BLOCK = 1024
 
 
 @dataclass
@@ -86,20 +84,20 @@ def run_lockstep(envs: list[gym.Env], policy: BatchPolicy, jobs: list[EpisodeJob
     # A block is drawn when an episode starts and whenever its slot has used all of the previous
     # one; ``until_refill`` counts down (in plain Python) to the next slot that runs out, so the
     # per-step cost is one gather, one add and one increment.
-    noise_blocks = np.zeros((batch, _NOISE_BLOCK, *act_shape), np.float32)
+    noise_blocks = np.zeros((batch, NOISE_BLOCK, *act_shape), np.float32)
     noisy = np.zeros(batch, bool)
     noise_pos = np.zeros(batch, np.int64)
     rows = np.arange(batch)
     results: list[Episode | None] = [None] * len(jobs)
     queue = deque(enumerate(jobs))
     slots: list[_Slot | None] = [None] * batch
-    until_refill = _NOISE_BLOCK
+    until_refill = NOISE_BLOCK
 
     def draw_block(b: int) -> None:
         slot = slots[b]
         assert slot is not None and slot.job.noise is not None
         rng, std = slot.job.noise
-        noise_blocks[b] = std * rng.standard_normal((_NOISE_BLOCK, *act_shape)).astype(np.float32)
+        noise_blocks[b] = std * rng.standard_normal((NOISE_BLOCK, *act_shape)).astype(np.float32)
         noise_pos[b] = 0
 
     def start(b: int) -> None:
@@ -117,7 +115,7 @@ def run_lockstep(envs: list[gym.Env], policy: BatchPolicy, jobs: list[EpisodeJob
         slots[b] = slot
         noisy[b] = continuous and job.noise is not None and job.noise[1] > 0
         if noisy[b]:
-            draw_block(b)  # a fresh block lasts _NOISE_BLOCK steps: never sooner than until_refill
+            draw_block(b)  # a fresh block lasts NOISE_BLOCK steps: never sooner than until_refill
 
     for b in range(batch):
         start(b)
@@ -131,9 +129,9 @@ def run_lockstep(envs: list[gym.Env], policy: BatchPolicy, jobs: list[EpisodeJob
             noise_pos += noisy
             until_refill -= 1
             if until_refill == 0:
-                for j in np.flatnonzero(noisy & (noise_pos == _NOISE_BLOCK)).tolist():
+                for j in np.flatnonzero(noisy & (noise_pos == NOISE_BLOCK)).tolist():
                     draw_block(j)  # the next block of this episode's own stream
-                until_refill = _NOISE_BLOCK - int(noise_pos[noisy].max())
+                until_refill = NOISE_BLOCK - int(noise_pos[noisy].max())
         ended = False
         for b, slot in live:
             action = actions[b] if continuous else int(actions[b])

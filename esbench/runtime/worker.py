@@ -24,11 +24,11 @@ from omegaconf import DictConfig, OmegaConf
 from esbench.envs import make_env
 from esbench.policies import ObsStats, Policy, make_policy
 from esbench.policies.cnn import BatchedCNN, CNNPolicy
+from esbench.policies.episode import Episode, run_episode
 from esbench.policies.lowrank import LowRank, LowRankBatchedMLP, LowRankSource
 from esbench.policies.mlp import BatchedMLP, MLPPolicy
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
-from esbench.runtime.rollout import Episode, run_episode
 from esbench.strategies import ESState, Population, Strategy, make_strategy
 from esbench.utils.seeding import ACTION_NOISE, ENV_RESET, INIT_PARAMS, OBS_STATS, derive_seed, generator
 

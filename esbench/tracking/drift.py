@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from esbench.policies.distribution import ActionDist, kl_divergence
+from esbench.policies.episode import discrete_action, run_episode
 from esbench.utils.io import atomic_write_bytes
 
 #: |Δ| thresholds of update sparsity (Abdi, Gupta et al. 2026).
@@ -130,15 +131,51 @@ class StageStates:
     steps: int
 
 
+class _FunctionActor:
+    """An ``obs -> action`` function as an :class:`~esbench.policies.episode.Actor`, handing a
+    ``Discrete`` env a plain ``int`` (as the RL evaluation does)."""
+
+    __slots__ = ("discrete", "fn")
+
+    def __init__(self, fn: Callable[[Any], Any], space: gym.Space[Any]) -> None:
+        self.fn = fn
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+
+    def act(self, obs: Any) -> Any:
+        action = self.fn(obs)
+        return discrete_action(action) if self.discrete else action
+
+
+class _StateThinner:
+    """Keeps every ``stride``-th observation it is shown, halving what it holds (and doubling the
+    stride) whenever it holds more than ``2 * max_states``: memory bounded whatever the length."""
+
+    def __init__(self, max_states: int) -> None:
+        self.max_states = max_states
+        self.kept: list[np.ndarray] = []
+        self.stride = 1
+        self.seen = 0
+
+    def __call__(self, obs: Any) -> None:
+        if self.seen % self.stride == 0:
+            self.kept.append(np.array(obs, copy=True))
+            if len(self.kept) > 2 * self.max_states:
+                self.kept = self.kept[::2]
+                self.stride *= 2
+        self.seen += 1
+
+
 def visited_states(
     env: gym.Env, act: Callable[[Any], Any], seeds: Sequence[int], max_states: int = MAX_STATES
 ) -> tuple[np.ndarray, int]:
     """Play one deterministic episode per seed and keep at most ``max_states`` observations.
 
-    Every observation an action is chosen on is a candidate; memory stays bounded by thinning (keep
-    every ``stride``-th step; when more than ``2 * max_states`` are held, drop every other one and
-    double the stride), then at most ``max_states`` are taken evenly spaced from those held. The
-    result depends only on the episodes, so replaying them gives the same states.
+    The episodes are played by :func:`esbench.policies.episode.run_episode` (the loop ES rollouts
+    and the RL evaluation run). Every observation an action is chosen on is a candidate; memory
+    stays bounded by thinning (keep every ``stride``-th step, counted across the episodes; when
+    more than ``2 * max_states`` are held, drop every other one and double the stride), then at
+    most ``max_states`` are taken evenly spaced from those held. The result depends only on the
+    episodes, so replaying them gives the same states.
 
     Args:
         env: The stage's evaluation env.
@@ -149,26 +186,12 @@ def visited_states(
     Returns:
         (states, shape (n, *obs_shape) in the env's dtype, with 1 <= n <= max_states; steps played).
     """
-    kept: list[np.ndarray] = []
-    stride, step = 1, 0
-    discrete = isinstance(env.action_space, gym.spaces.Discrete)
-    for seed in seeds:
-        obs, _ = env.reset(seed=int(seed))
-        done = False
-        while not done:
-            if step % stride == 0:
-                kept.append(np.array(obs, copy=True))
-                if len(kept) > 2 * max_states:
-                    kept = kept[::2]
-                    stride *= 2
-            action = act(obs)
-            if discrete:
-                action = int(np.asarray(action).item())
-            obs, _, terminated, truncated, _ = env.step(action)
-            step += 1
-            done = bool(terminated or truncated)
+    actor = _FunctionActor(act, env.action_space)
+    thinner = _StateThinner(max_states)
+    steps = sum(run_episode(env, actor, seed, on_obs=thinner).length for seed in seeds)
+    kept = thinner.kept
     pick = np.unique(np.linspace(0, len(kept) - 1, min(max_states, len(kept))).round().astype(int))
-    return np.stack([kept[i] for i in pick]), step
+    return np.stack([kept[i] for i in pick]), steps
 
 
 def record_stage_states(
