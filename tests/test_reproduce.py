@@ -115,6 +115,7 @@ def test_unreachable_scheduler_fails_fast_with_advice(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob("summary.json"))
 
 
+@pytest.mark.slow  # ~40 s; `esbench reproduce all scale=smoke` (slow too) covers table1 and more
 def test_reproduce_table1_smoke_end_to_end(tmp_path: Path) -> None:
     args = ["table1", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
     proc = esbench("reproduce", *args, timeout=500)

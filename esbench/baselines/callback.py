@@ -5,11 +5,12 @@ timesteps (``n_envs`` per vectorized step: the steps really taken, SB3's ``total
 only a lower bound), Atari frames (``info["frames"]``, no-op resets included, as ES counts them),
 finished episodes (SB3 ``Monitor``'s ``info["episode"]``) and their returns (unclipped on Atari:
 ``info["raw_reward"]`` summed). Every ``cfg.eval.interval_timesteps`` steps it takes an evaluation
-point (the schedule and rows of :mod:`esbench.tracking.ruler`, shared with ES): every stage of the
-run's sequence (one without a sequence) evaluated the way ``cfg.eval.policy`` says
-(:mod:`esbench.baselines.evaluation`: sampled on Atari for the
-policy-gradient baselines, epsilon-greedy for DQN, deterministic elsewhere; its random numbers are
-derived from the run seed and the timestep, so training is unchanged), one row per stage with exactly
+point (:class:`esbench.tracking.sequence_loop.SequenceLoop`, shared with ES; the callback is its
+:class:`~esbench.tracking.sequence_loop.Learner`): every stage of the run's sequence (one without a
+sequence) evaluated the way ``cfg.eval.policy`` says (:mod:`esbench.baselines.evaluation`: sampled
+on Atari for the policy-gradient baselines, epsilon-greedy for DQN, deterministic elsewhere; its
+random numbers are derived from the run seed and the timestep, so training is unchanged), one row
+per stage with exactly
 the columns of :data:`esbench.tracking.schema.METRIC_COLUMNS`. An evaluation of the stage trained
 at or above ``budget.stop_at_return`` stops ``learn`` (issue #15). At the start of a rollout, once
 every ``cfg.checkpoint_every`` points, it emits a snapshot (:mod:`esbench.baselines.checkpoint`).
@@ -34,17 +35,8 @@ from esbench.baselines.progress import Progress
 from esbench.config.eval_protocol import eval_protocol
 from esbench.policies.distribution import ActionDist
 from esbench.tracking.drift import StageStates, record_stage_states
-from esbench.tracking.ruler import (
-    Counters,
-    Stage,
-    StageEval,
-    StagePlan,
-    drift_at_point,
-    next_eval_at,
-    point_rows,
-    stage_end_states,
-    target_reached,
-)
+from esbench.tracking.ruler import Counters, StageEval
+from esbench.tracking.sequence_loop import SequenceLoop
 from esbench.utils.layout import Block, ParamLayout
 
 __all__ = ["MetricsCallback", "Progress", "policy_layout", "policy_vector"]
@@ -68,50 +60,41 @@ def policy_layout(model: Any) -> ParamLayout:
 
 
 class MetricsCallback(BaseCallback):
-    """Counts, evaluates, logs and checkpoints one stage of a baseline run (see the module docstring).
+    """Counts, evaluates, logs and checkpoints one stage of a baseline run (see the module
+    docstring); the :class:`~esbench.tracking.sequence_loop.Learner` of its evaluation points.
 
     Args:
         cfg: The run config.
-        plan: The run's stages (:func:`esbench.tracking.ruler.stage_plan`); ``progress.stage`` is
-            the one trained.
-        progress: Counters, fresh or from a checkpoint.
-        eval_envs: One env per stage of ``plan``, made with ``training=False``.
+        loop: The run's sequence loop; its progress (a :class:`Progress`, fresh or from a
+            checkpoint) is updated here, its ``stage`` is the one trained.
+        eval_envs: One env per stage of the plan, made with ``training=False``.
         emit_row: Receives each finished row (a dict of schema columns plus ``rl/`` extras and
             ``row_index``, its index in ``metrics.csv``).
         emit_checkpoint: Receives each snapshot (bytes).
-        target: ``budget.stop_at_return`` (None: train the whole budget).
     """
 
     def __init__(
         self,
         cfg: Any,
-        plan: StagePlan,
-        progress: Progress,
+        loop: SequenceLoop,
         eval_envs: list[gym.Env],
         emit_row: Callable[[dict[str, Any]], None],
         emit_checkpoint: Callable[[bytes], None],
-        target: float | None = None,
     ) -> None:
         super().__init__(verbose=0)
+        assert isinstance(loop.p, Progress)
         self.cfg = cfg
-        self.plan = plan
-        self.p = progress
+        self.loop = loop
+        self.p: Progress = loop.p
         self.eval_envs = eval_envs
         self.emit_row = emit_row
         self.emit_checkpoint = emit_checkpoint
-        self.target = target
         self.atari = cfg.env.kind == "atari"
-        self.interval = int(cfg.eval.interval_timesteps)
         self.protocol = eval_protocol(cfg, family="rl")
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()
-        self._wall_base = progress.wall_clock_s
-        self._cpu_base = progress.cpu_s
-
-    @property
-    def stage(self) -> Stage:
-        """The stage being trained."""
-        return self.plan.stages[self.p.stage]
+        self._wall_base = self.p.wall_clock_s
+        self._cpu_base = self.p.cpu_s
 
     # --- SB3 hooks -------------------------------------------------------------------------------
     def _on_training_start(self) -> None:
@@ -146,14 +129,15 @@ class MetricsCallback(BaseCallback):
                 p.frames += int(self.training_env.unwrapped.reset_infos[i].get("frames", 0))
         # The stage's last point is taken after ``learn`` returns, with the parameters its last
         # update left (the stage-boundary snapshot), so none is taken here once the budget is spent.
-        if not self.stage.done(p.timesteps, p.stage_start) and p.timesteps >= p.next_eval_at:
+        if not self.loop.stage_done() and self.loop.point_due(stage_done=False):
             self.evaluation_point()
             if p.stopped_at_return:
                 return False  # SB3 stops learn() when a callback returns False
         return True
 
-    # --- rows and snapshots ----------------------------------------------------------------------
-    def _clock(self) -> None:
+    # --- the Learner of an evaluation point ------------------------------------------------------
+    def clock(self) -> None:
+        """Bring the wall-clock and CPU counters up to now."""
         self.p.wall_clock_s = self._wall_base + (time.perf_counter() - self._t0)
         self.p.cpu_s = self._cpu_base + (time.process_time() - self._cpu0)
 
@@ -169,7 +153,7 @@ class MetricsCallback(BaseCallback):
             run_seed=int(self.cfg.seed),
             timestep=self.p.timesteps,
         )
-        return StageEval(self.plan.stages[j].name, mean, std, steps)
+        return StageEval(self.loop.plan.stages[j].name, mean, std, steps)
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         """The current policy's action distributions on raw observations (its VecNormalize)."""
@@ -180,31 +164,21 @@ class MetricsCallback(BaseCallback):
         run's first evaluation seeds (:func:`esbench.tracking.drift.record_stage_states`)."""
         act = deterministic_act(self.model, unwrap_vec_normalize(self.training_env))
         return record_stage_states(
-            self.stage.name, self.eval_envs[self.p.stage], act, self.distribution,
+            self.loop.stage.name, self.eval_envs[self.p.stage], act, self.distribution,
             int(self.cfg.eval.seed), int(self.cfg.eval.episodes),
         )  # fmt: skip
 
+    def params(self) -> np.ndarray:
+        """The policy's parameters (:func:`policy_vector`)."""
+        return policy_vector(self.model)
+
+    # --- rows and snapshots ----------------------------------------------------------------------
     def evaluation_point(self, stage_end: bool = False) -> list[dict[str, Any]]:
-        """Evaluate every stage, emit one row per stage (:func:`esbench.tracking.ruler.point_rows`)
-        and reset the per-row statistics; marks the run stopped when the stage trained reached
-        the target. At a stage's end (``stage_end``) with a later stage to come, the stage's
-        states are recorded first, for the policy KL of later points."""
+        """An evaluation point of the sequence loop (every stage evaluated), its rows emitted (one
+        per stage) with the training statistics since the last point, which are then reset."""
         p = self.p
-        if stage_end:
-            before = len(p.stage_states)
-            p.stage_states = stage_end_states(self.plan, p.stage, self.record_states, p.stage_states)
-            p.eval_timesteps += sum(r.steps for r in p.stage_states[before:])
-        evals = [self.evaluate_stage(j) for j in range(len(self.plan.stages))]
-        p.eval_timesteps += sum(e.steps for e in evals)
-        for e in evals:
-            p.last_eval_by_stage[e.stage] = e.mean
-        own = evals[p.stage]
-        p.last_eval = (own.mean, own.std)
-        p.last_eval_timesteps = p.timesteps
-        p.best_eval = max(p.best_eval, own.mean)
-        p.next_eval_at = next_eval_at(p.timesteps, self.interval)
-        p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
-        self._clock()
+        point = self.loop.evaluation_point(self, stage_end=stage_end)
+        self.clock()
         params = policy_vector(self.model)
         train = {
             "train_return_mean": float(np.mean(p.returns)) if p.returns else math.nan,
@@ -215,11 +189,9 @@ class MetricsCallback(BaseCallback):
             "rl/n_updates": int(getattr(self.model, "_n_updates", 0)),
         }
         counters = Counters(
-            p.points, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps, 1
-        )
-        shared, per_stage = drift_at_point(params, p.snapshots[p.stage], p.stage_states, self.distribution)
-        rows = point_rows(counters, self.stage.name, evals, train, shared, per_stage)
-        p.points += 1
+            point.index, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps, 1
+        )  # RL: a row's ``generation`` is its point's index; one worker (one process)
+        rows = self.loop.rows(counters, point, train)
         p.returns = []
         for row in rows:
             self.emit_row({**row, "row_index": p.rows})
@@ -228,5 +200,5 @@ class MetricsCallback(BaseCallback):
 
     def checkpoint(self) -> None:
         """Emit a snapshot of the model, envs, RNGs and counters."""
-        self._clock()
+        self.clock()
         self.emit_checkpoint(snapshot(self.model, self.p))

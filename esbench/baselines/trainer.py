@@ -21,9 +21,9 @@ in-process and writes directly.
 
 Stages (issue #14): :func:`train_process` trains the stages of the run's sequence one after another,
 one SB3 model per stage on that stage's environments, each starting from the previous one's
-parameters (:func:`carry_over`); evaluation points, rows and the summary come from
-:mod:`esbench.tracking.ruler`, as for ES. The stage-boundary snapshots travel back with the summary
-and the driver writes ``snapshots.npz`` when the run completes.
+parameters (:func:`carry_over`); evaluation points, boundaries, rows and the summary come from
+:class:`esbench.tracking.sequence_loop.SequenceLoop`, as for ES. The stage-boundary snapshots travel
+back with the summary and the driver writes ``snapshots.npz`` when the run completes.
 
 Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it (digest, and
 that the snapshot parses), cuts ``metrics.csv`` back to the checkpoint's row count and reads those
@@ -69,8 +69,9 @@ from esbench.envs import make_env
 from esbench.runtime.cluster import dask_client, in_dask_task
 from esbench.tracking.drift import StageStates, write_stage_states
 from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.ruler import Counters, Stage, StagePlan, stage_plan, summary, write_snapshots
+from esbench.tracking.ruler import Counters, Stage, StagePlan, stage_plan, write_snapshots
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.sequence_loop import SequenceLoop
 from esbench.tracking.store import RunStore
 from esbench.utils.layout import ParamLayout
 from esbench.utils.statefile import StateFileError
@@ -243,7 +244,6 @@ def train_process(
     torch.set_num_threads(int(cfg.torch_threads))
     plan = stage_plan(cfg)
     hp = resolve_hparams(cfg)
-    target = stop_at_return(cfg)
     interval, every = int(cfg.eval.interval_timesteps), int(cfg.checkpoint_every)
     restored = blob is not None
     first = load_snapshot(blob).progress.stage if blob is not None else 0
@@ -254,40 +254,36 @@ def train_process(
     else:
         progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
         progress.snapshots = [policy_vector(model)]
+    loop = SequenceLoop(plan, progress, interval, stop_at_return(cfg))
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
+
+    def callback() -> MetricsCallback:
+        cb = MetricsCallback(cfg, loop, eval_envs, emit_row, emit_snapshot)
+        cb.init_callback(model)
+        return cb
+
     try:
         while not progress.finished:
-            stage = plan.stages[progress.stage]
-            callback = MetricsCallback(cfg, plan, progress, eval_envs, emit_row, emit_snapshot, target)
-            callback.init_callback(model)
-            if progress.points == 0:  # timestep 0: the untrained policy (issue #15)
-                callback.evaluation_point()
-            if not progress.stopped_at_return:
-                remaining = stage.timesteps - model.num_timesteps
+            cb = callback()
+            if loop.needs_first_point:  # timestep 0: the untrained policy (issue #15)
+                cb.evaluation_point()
+            if loop.running:
+                remaining = loop.stage.timesteps - model.num_timesteps
                 if remaining > 0:
-                    model.learn(remaining, callback=callback, reset_num_timesteps=not restored)
-                if not progress.stopped_at_return:
-                    callback.evaluation_point(stage_end=True)  # the stage's end: its final parameters
+                    model.learn(remaining, callback=cb, reset_num_timesteps=not restored)
+                if loop.running:
+                    cb.evaluation_point(stage_end=True)  # the stage's end: its final parameters
             restored = False
-            callback._clock()
-            progress.boundaries.append(progress.timesteps)
-            progress.boundary_wall_clock_s.append(progress.wall_clock_s)
-            if progress.stopped_at_return or progress.stage + 1 == len(plan.stages):
-                progress.snapshots = [*progress.snapshots, policy_vector(model)]
-                progress.finished = True
-                callback.checkpoint()
+            cb.clock()
+            if not loop.end_stage(policy_vector(model)):
+                cb.checkpoint()
                 break
-            progress.stage += 1
-            progress.stage_start = progress.timesteps
             progress.episode_raw = []
-            new_model, new_venv = build_stage(cfg, hp, plan.stages[progress.stage])
+            new_model, new_venv = build_stage(cfg, hp, loop.stage)
             carry_over(model, new_model, plan)
             venv.close()
             model, venv = new_model, new_venv
-            progress.snapshots = [*progress.snapshots, policy_vector(model)]
-            boundary = MetricsCallback(cfg, plan, progress, eval_envs, emit_row, emit_snapshot, target)
-            boundary.init_callback(model)
-            boundary.checkpoint()  # resume from here: the next stage's model, before any step
+            callback().checkpoint()  # resume from here: the next stage's model, before any step
     finally:
         for env in eval_envs:
             env.close()
@@ -297,19 +293,7 @@ def train_process(
         progress.cpu_s, progress.eval_timesteps, 1,
     )  # fmt: skip
     return {
-        **summary(
-            plan=plan,
-            final_eval=progress.last_eval[0],
-            best_eval=progress.best_eval,
-            counters=counters,
-            params=policy_vector(model),
-            target=target,
-            stopped_at_return=progress.stopped_at_return,
-            resumed_from=progress.resumed_from,
-            boundaries=progress.boundaries,
-            stage_wall_clock_s=progress.boundary_wall_clock_s,
-            final_eval_by_stage=progress.last_eval_by_stage,
-        ),
+        **loop.summary(counters, policy_vector(model)),
         "updates": int(getattr(model, "_n_updates", 0)),
         "hyperparameters": {k: v for k, v in hp.items() if k != "name"},
         "snapshots": Snapshots(

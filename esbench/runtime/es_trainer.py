@@ -36,59 +36,22 @@ from esbench.runtime.replica import GenerationRecord, SyncMessage, TrainerState,
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
 from esbench.strategies.base import ESState, Population
 from esbench.strategies.optimizers import OptState, init_opt_state
-from esbench.tracking.drift import DistributionFn, StageStates, record_stage_states, write_stage_states
+from esbench.tracking.drift import StageStates, record_stage_states, write_stage_states
 from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.ruler import (
-    Counters,
-    StageEval,
-    StagePlan,
-    drift_at_point,
-    eval_due,
-    next_eval_at,
-    point_rows,
-    stage_end_states,
-    stage_plan,
-    step_row,
-    summary,
-    target_reached,
-    write_snapshots,
-)
+from esbench.tracking.ruler import Counters, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.sequence_loop import SequenceLoop, SequenceProgress
 from esbench.tracking.store import RunStore
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class Progress:
-    """Counters carried across generations and checkpoints."""
+class Progress(SequenceProgress):
+    """An ES run's counters (:class:`~esbench.tracking.sequence_loop.SequenceProgress`) and the
+    generation records its sync messages carry (``algo.sync_history`` of them)."""
 
-    timesteps: int = 0
-    frames: int = 0
-    episodes: int = 0
-    eval_timesteps: int = 0
-    cpu_s: float = 0.0
-    wall_clock_s: float = 0.0
-    next_eval_at: int = 0
-    last_eval: tuple[float, float] = (math.nan, math.nan)  # the stage being trained, last point
-    best_eval: float = -math.inf
     records: list[GenerationRecord] = field(default_factory=list)
-    stopped_at_return: bool = False  # ended at the first evaluation >= budget.stop_at_return
-    resumed_from: list[int] = field(default_factory=list)  # generations this run resumed at
-    # The sequence (esbench.tracking.ruler): the stage being trained (index into the plan), the
-    # timesteps at which it started, each ended stage's T_k and wall-clock, the parameters at the
-    # start of every stage begun so far, the last evaluation of every stage, and whether the run
-    # is over (a resumed run that is over only writes its summary).
-    stage: int = 0
-    stage_start: int = 0
-    boundaries: list[int] = field(default_factory=list)
-    boundary_wall_clock_s: list[float] = field(default_factory=list)
-    snapshots: list[np.ndarray] = field(default_factory=list)
-    last_eval_by_stage: dict[str, float] = field(default_factory=dict)
-    # The states each ended stage's final policy visited there, for the policy KL (esbench.tracking.drift)
-    stage_states: list[StageStates] = field(default_factory=list)
-    points: int = 0  # evaluation points so far
-    finished: bool = False
 
 
 @dataclass
@@ -115,10 +78,12 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     """Train OpenAI-ES (or any registered strategy) as ``cfg`` says, stage after stage of its
     sequence (one stage without one); returns the summary dict.
 
-    Stage k starts from stage k-1's final parameters, with the optimizer state and the observation
-    statistics reset or kept as ``sequence.reset_*`` say (:func:`begin_stage`); the generation
-    counter runs on over the whole sequence, so every random stream stays distinct. Evaluation
-    points, rows and the summary come from :mod:`esbench.tracking.ruler`, as for the RL baselines.
+    The walk through the stages (evaluation points, boundaries, snapshots, the summary) is
+    :class:`~esbench.tracking.sequence_loop.SequenceLoop`'s, as for the RL baselines; what is ES's
+    own is the generation, the evaluation on the workers (:class:`_ESLearner`) and
+    :func:`begin_stage`: stage k starts from stage k-1's final parameters, with the optimizer
+    state and the observation statistics reset or kept as ``sequence.reset_*`` say. The
+    generation counter runs on over the whole sequence, so every random stream stays distinct.
     """
     plan = stage_plan(cfg)
     spec = RunSpec.from_config(cfg, run_key, tuple(s.env for s in plan.stages))
@@ -143,8 +108,8 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     else:
         state, prog = master.initial_state(), Progress(next_eval_at=interval)
         prog.snapshots = [state.es.params.copy()]
+    loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg))
 
-    target = stop_at_return(cfg)
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         workers = worker_count(client)
         evaluate = MemberEvaluator(client, spec)
@@ -162,53 +127,11 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 prog.cpu_s, prog.eval_timesteps, workers,
             )  # fmt: skip
 
-        def distribution(at: TrainerState) -> DistributionFn:
-            """The action distributions of the policy of ``at`` (its own observation statistics)."""
+        def learner() -> _ESLearner:
+            return _ESLearner(master, evaluate, state, prog, plan, cfg, workers)
 
-            def of(states: np.ndarray) -> ActionDist:
-                _load_policy(master, at)
-                return master.policy.action_distribution(states)
-
-            return of
-
-        def record_states() -> StageStates:
-            """The states the current policy visits on the stage it trains (its evaluation seeds),
-            played on the master: a function of the state alone, whatever the workers."""
-            master.select_stage(prog.stage)
-            _load_policy(master, state)
-            return record_stage_states(
-                plan.stages[prog.stage].name, master.eval_env, master.policy.act, distribution(state),
-                int(cfg.eval.seed), int(cfg.eval.episodes),
-            )  # fmt: skip
-
-        def evaluation_point(stage_end: bool = False) -> tuple[list[StageEval], dict[str, Any]]:
-            """Every stage of the plan evaluated at the current state, and the drift columns
-            (``point_rows``' ``shared`` and ``per_stage``); the counters updated. At the end of a
-            stage with a later one, that stage's states are recorded first (its KL is then 0)."""
-            if stage_end:
-                before = len(prog.stage_states)
-                prog.stage_states = stage_end_states(plan, prog.stage, record_states, prog.stage_states)
-                prog.eval_timesteps += sum(r.steps for r in prog.stage_states[before:])
-            shared, per_stage = drift_at_point(
-                state.es.params, prog.snapshots[prog.stage], prog.stage_states, distribution(state)
-            )
-            evals = []
-            for j, stage in enumerate(plan.stages):
-                (mean, std), steps, cpu = _evaluate(evaluate, state, prog, cfg, workers, j)
-                prog.eval_timesteps += steps
-                prog.cpu_s += cpu
-                prog.last_eval_by_stage[stage.name] = mean
-                evals.append(StageEval(stage.name, mean, std, steps))
-            own = evals[prog.stage]
-            prog.last_eval = (own.mean, own.std)
-            prog.best_eval = max(prog.best_eval, own.mean)
-            prog.next_eval_at = next_eval_at(prog.timesteps, interval)
-            prog.points += 1
-            return evals, {"shared": shared, "per_stage": per_stage}
-
-        if not logger.rows:  # timestep 0: the untrained policy, so every curve starts at its init
-            first, drift0 = evaluation_point()
-            prog.stopped_at_return = target_reached(target, prog.last_eval[0])
+        if loop.needs_first_point:  # timestep 0: the untrained policy, so every curve starts at its init
+            first = loop.evaluation_point(learner())
             prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
             extras = {
                 "steps_per_s": 0.0,
@@ -216,15 +139,12 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 **evaluate.wire.take().row(),
                 "param_norm": float(np.linalg.norm(state.es.params)),
             }
-            for row in point_rows(counters(), plan.stages[0].name, first, extras, **drift0):
+            for row in loop.rows(counters(), first, extras):
                 logger.record_many(row)
                 logger.dump()
             if prog.stopped_at_return:
-                prog.boundaries.append(0)
-                prog.boundary_wall_clock_s.append(prog.wall_clock_s)
-                prog.finished = True
-        while not (prog.finished or prog.stopped_at_return):
-            stage = plan.stages[prog.stage]
+                loop.end_stage(state.es.params)
+        while loop.running:
             g = state.generation
             workers = worker_count(client)  # read every generation: workers may come and go
             population = strategy.ask(state.es)
@@ -238,15 +158,11 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             prog.frames += stats["frames"]
             prog.episodes += stats["episodes"]
             prog.cpu_s += stats["cpu_s"]
-            stage_done = stage.done(prog.timesteps, prog.stage_start) or (
-                max_gens is not None and state.generation >= int(max_gens)
-            )
-            evals: list[StageEval] | None = None
-            drift: dict[str, Any] = {}
-            if eval_due(prog.timesteps, prog.next_eval_at, stage_done):
-                evals, drift = evaluation_point(stage_end=stage_done)
-                if target_reached(target, prog.last_eval[0]):
-                    prog.stopped_at_return = stage_done = True
+            stage_done = loop.stage_done() or (max_gens is not None and state.generation >= int(max_gens))
+            point = None
+            if loop.point_due(stage_done):
+                point = loop.evaluation_point(learner(), stage_end=stage_done)
+                stage_done = stage_done or prog.stopped_at_return
             prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
             if stats["nonfinite"]:
                 log.warning(
@@ -263,53 +179,63 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
                 "es/update_ratio": tell_metrics.get("update_ratio", math.nan),
                 **evaluate.wire.take().row(),  # this generation's tasks, evaluation included
             }
-            rows = (
-                point_rows(counters(), stage.name, evals, train, **drift)
-                if evals is not None
-                else [step_row(counters(), stage.name, train)]
-            )
-            for row in rows:
+            for row in loop.rows(counters(), point, train):
                 logger.record_many(row)
                 logger.dump()
             boundary = False
             if stage_done:
-                prog.boundaries.append(prog.timesteps)
-                prog.boundary_wall_clock_s.append(prog.wall_clock_s)
-                if prog.stage + 1 < len(plan.stages) and not prog.stopped_at_return:
+                boundary = loop.end_stage(state.es.params)
+                if boundary:
                     state = begin_stage(state, plan)
-                    prog.stage += 1
-                    prog.stage_start = prog.timesteps
                     prog.records = []  # the boundary is no generation: workers get a snapshot
-                    prog.snapshots = [*prog.snapshots, state.es.params.copy()]
-                    boundary = True
-                else:
-                    prog.finished = True
-                    prog.snapshots = [*prog.snapshots, state.es.params.copy()]
                 write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
                 write_stage_states(states_path, prog.stage_states)
             if prog.finished or boundary or state.generation % int(cfg.checkpoint_every) == 0:
                 ckpt = Checkpoint(state, prog, len(logger.rows), state_digest(state))
                 store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
-        if len(prog.snapshots) == len(plan.stages):  # stopped at timestep 0: the final row
-            prog.snapshots = [*prog.snapshots, state.es.params.copy()]
         write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
 
-    return {
-        **summary(
-            plan=plan,
-            final_eval=prog.last_eval[0],
-            best_eval=prog.best_eval,
-            counters=replace(counters(), workers=typical_workers(logger.rows, workers)),
-            params=state.es.params,
-            target=target,
-            stopped_at_return=prog.stopped_at_return,
-            resumed_from=prog.resumed_from,
-            boundaries=prog.boundaries,
-            stage_wall_clock_s=prog.boundary_wall_clock_s,
-            final_eval_by_stage=prog.last_eval_by_stage,
-        ),
-        "generations": state.generation,
-    }
+    final = replace(counters(), workers=typical_workers(logger.rows, workers))
+    return {**loop.summary(final, state.es.params), "generations": state.generation}
+
+
+@dataclass
+class _ESLearner:
+    """The ES side of an evaluation point (:class:`~esbench.tracking.sequence_loop.Learner`):
+    the state's deterministic policy evaluated on the workers, and played on the master for the
+    states drift records (so those numbers do not depend on the workers)."""
+
+    master: RunContext
+    evaluate: MemberEvaluator
+    state: TrainerState
+    prog: Progress
+    plan: StagePlan
+    cfg: DictConfig
+    workers: int
+
+    def evaluate_stage(self, j: int) -> StageEval:
+        """Stage ``j``'s fixed evaluation seeds on the workers; their CPU time is the run's."""
+        (mean, std), steps, cpu = _evaluate(self.evaluate, self.state, self.prog, self.cfg, self.workers, j)
+        self.prog.cpu_s += cpu
+        return StageEval(self.plan.stages[j].name, mean, std, steps)
+
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        """The action distributions of the state's policy (its own observation statistics)."""
+        _load_policy(self.master, self.state)
+        return self.master.policy.action_distribution(states)
+
+    def record_states(self) -> StageStates:
+        """The states the state's policy visits on the stage it trains (its evaluation seeds)."""
+        self.master.select_stage(self.prog.stage)
+        _load_policy(self.master, self.state)
+        return record_stage_states(
+            self.plan.stages[self.prog.stage].name, self.master.eval_env, self.master.policy.act,
+            self.distribution, int(self.cfg.eval.seed), int(self.cfg.eval.episodes),
+        )  # fmt: skip
+
+    def params(self) -> np.ndarray:
+        """The state's parameters."""
+        return self.state.es.params
 
 
 def _load_policy(ctx: RunContext, state: TrainerState) -> None:

@@ -4,7 +4,8 @@ DESIGN.md promise 3 says ES and RL are measured on one ruler; issue #14 part 3 a
 which builds a metrics row, a summary and the evaluation schedule exist once, so the two families
 cannot drift apart. Both trainers (:mod:`esbench.runtime.es_trainer`, :mod:`esbench.baselines`)
 keep only their own hooks: "train on stage k until ..." and "evaluate the current parameters on
-stage j". Everything else they write goes through here:
+stage j". Everything else they write goes through here, in the order
+:class:`esbench.tracking.sequence_loop.SequenceLoop` uses it:
 
 * :func:`stage_plan`: the stages a run trains, one after another (a run without a sequence is a
   sequence of one stage, named after its env id; ``sequence.only_stage=k`` keeps stage k alone, a

@@ -1,0 +1,249 @@
+"""The sequence loop, written once for ES and RL: evaluation points, stage boundaries, the summary.
+
+Issue #14 part 3: the loop that walks a run through the stages of its sequence must exist once, so
+the two families cannot drift apart in what they measure. :mod:`esbench.tracking.ruler` holds the
+pieces (the stage plan, the schedule, the rows, drift, the summary); this module holds the order
+they are used in and the counters they update, :class:`SequenceProgress`. A trainer keeps only
+what is its own:
+
+* its training step: an ES generation (:mod:`esbench.runtime.es_trainer`) or SB3's ``learn`` with
+  a callback (:mod:`esbench.baselines.trainer`), after which it asks :meth:`SequenceLoop.stage_done`
+  and :meth:`SequenceLoop.point_due`;
+* a :class:`Learner`: "evaluate my current parameters on stage j", "my action distributions on
+  these states", "the states I visit on the stage I train", "my parameter vector";
+* its own training statistics on the rows, and its checkpoints;
+* what happens to its state when a stage begins (ES: optimizer and observation statistics reset or
+  kept; RL: a new SB3 model on the new stage's environments that starts from the old parameters).
+
+The order, for every run (one stage without a sequence):
+
+1. a point at timestep 0 (the untrained policy; :attr:`SequenceLoop.needs_first_point`);
+2. training steps, with a point whenever the schedule says so;
+3. a point at the end of every stage (:meth:`SequenceLoop.evaluation_point` with ``stage_end``:
+   the stage's visited states are recorded first when a later stage follows, for the policy KL);
+4. :meth:`SequenceLoop.end_stage`: the boundary ``T_k``, its wall-clock and the parameter snapshot
+   the next stage starts from; the next stage, or the end of the run (after the last stage, or
+   at the first point of the trained stage at or above ``budget.stop_at_return``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from esbench.policies.distribution import ActionDist
+from esbench.tracking.drift import StageStates
+from esbench.tracking.ruler import (
+    Counters,
+    Stage,
+    StageEval,
+    StagePlan,
+    drift_at_point,
+    eval_due,
+    next_eval_at,
+    point_rows,
+    stage_end_states,
+    step_row,
+    summary,
+    target_reached,
+)
+
+__all__ = ["Learner", "PointResult", "SequenceLoop", "SequenceProgress"]
+
+
+@dataclass
+class SequenceProgress:
+    """The counters and sequence state every run carries across steps and checkpoints.
+
+    Each family's own progress (ES generation records, RL row indices and episode returns)
+    subclasses this; a checkpoint holds the subclass (:mod:`esbench.utils.statefile` writes every
+    field, inherited ones too).
+
+    Attributes:
+        timesteps, frames, episodes: Training counters, cumulative over the sequence.
+        eval_timesteps: Environment steps spent evaluating (and recording stage states).
+        cpu_s, wall_clock_s: Cumulative, over resumes too.
+        next_eval_at: The timestep of the next scheduled point (:func:`~esbench.tracking.ruler.next_eval_at`).
+        last_eval: (mean, std) of the trained stage at the last point.
+        best_eval: The best of those means.
+        points: Evaluation points so far.
+        stopped_at_return: Ended at the first point at or above ``budget.stop_at_return``.
+        resumed_from: Where the run resumed (ES: generations; RL: timesteps).
+        stage: The stage being trained (an index into the plan).
+        stage_start: The timesteps at which it started.
+        boundaries: ``T_k`` of every ended stage.
+        boundary_wall_clock_s: The wall-clock at which each ended.
+        snapshots: The parameters at the start of every stage begun so far (and the final ones
+            once the run is over).
+        last_eval_by_stage: Every stage's last evaluation mean.
+        stage_states: The states each ended stage's final policy visited there (policy KL).
+        finished: The run is over (a resumed run that is over only writes its summary).
+    """
+
+    timesteps: int = 0
+    frames: int = 0
+    episodes: int = 0
+    eval_timesteps: int = 0
+    cpu_s: float = 0.0
+    wall_clock_s: float = 0.0
+    next_eval_at: int = 0
+    last_eval: tuple[float, float] = (math.nan, math.nan)
+    best_eval: float = -math.inf
+    points: int = 0
+    stopped_at_return: bool = False
+    resumed_from: list[int] = field(default_factory=list)
+    stage: int = 0
+    stage_start: int = 0
+    boundaries: list[int] = field(default_factory=list)
+    boundary_wall_clock_s: list[float] = field(default_factory=list)
+    snapshots: list[np.ndarray] = field(default_factory=list)
+    last_eval_by_stage: dict[str, float] = field(default_factory=dict)
+    stage_states: list[StageStates] = field(default_factory=list)
+    finished: bool = False
+
+
+class Learner(Protocol):
+    """What a family supplies to the sequence loop about its current parameters."""
+
+    def evaluate_stage(self, j: int) -> StageEval:
+        """The current policy on stage ``j``'s environment and the run's fixed evaluation seeds."""
+        ...
+
+    def record_states(self) -> StageStates:
+        """The states the current policy visits on the stage it trains (its first evaluation
+        seeds; :func:`esbench.tracking.drift.record_stage_states`)."""
+        ...
+
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        """The current policy's action distributions on raw observations."""
+        ...
+
+    def params(self) -> np.ndarray:
+        """The current parameter vector (what drift and the snapshots measure)."""
+        ...
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """An evaluation point: its index (0 at timestep 0), every stage's evaluation, and the drift
+    columns for ``point_rows``."""
+
+    index: int
+    evals: list[StageEval]
+    shared: dict[str, float]
+    per_stage: dict[str, dict[str, float]]
+
+
+class SequenceLoop:
+    """Walks one run through its stage plan, updating ``progress`` (see the module docstring).
+
+    Args:
+        plan: The run's stages (:func:`~esbench.tracking.ruler.stage_plan`).
+        progress: Fresh (with ``snapshots`` holding the initial parameters) or from a checkpoint.
+        interval: ``eval.interval_timesteps``.
+        target: ``budget.stop_at_return`` (None: train every stage's whole budget).
+    """
+
+    def __init__(
+        self, plan: StagePlan, progress: SequenceProgress, interval: int, target: float | None
+    ) -> None:
+        self.plan = plan
+        self.p = progress
+        self.interval = int(interval)
+        self.target = target
+
+    @property
+    def stage(self) -> Stage:
+        """The stage being trained."""
+        return self.plan.stages[self.p.stage]
+
+    @property
+    def needs_first_point(self) -> bool:
+        """No point taken yet: the run starts with one at timestep 0."""
+        return self.p.points == 0
+
+    @property
+    def running(self) -> bool:
+        """Training steps remain (the run is not over and did not reach its target)."""
+        return not (self.p.finished or self.p.stopped_at_return)
+
+    def stage_done(self) -> bool:
+        """Whether the trained stage's budget is spent (:meth:`Stage.done`)."""
+        return self.stage.done(self.p.timesteps, self.p.stage_start)
+
+    def point_due(self, stage_done: bool) -> bool:
+        """Whether the training step just finished ends with an evaluation point."""
+        return eval_due(self.p.timesteps, self.p.next_eval_at, stage_done)
+
+    def evaluation_point(self, learner: Learner, stage_end: bool = False) -> PointResult:
+        """Evaluate every stage of the plan with the current parameters and update the counters.
+
+        At a stage's end with a later stage to come, that stage's states are recorded first (its
+        policy KL is then 0). Marks the run stopped when the trained stage reaches the target.
+        """
+        p = self.p
+        if stage_end:
+            before = len(p.stage_states)
+            p.stage_states = stage_end_states(self.plan, p.stage, learner.record_states, p.stage_states)
+            p.eval_timesteps += sum(r.steps for r in p.stage_states[before:])
+        shared, per_stage = drift_at_point(
+            learner.params(), p.snapshots[p.stage], p.stage_states, learner.distribution
+        )
+        evals = [learner.evaluate_stage(j) for j in range(len(self.plan.stages))]
+        for e in evals:
+            p.eval_timesteps += e.steps
+            p.last_eval_by_stage[e.stage] = e.mean
+        own = evals[p.stage]
+        p.last_eval = (own.mean, own.std)
+        p.best_eval = max(p.best_eval, own.mean)
+        p.next_eval_at = next_eval_at(p.timesteps, self.interval)
+        p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
+        p.points += 1
+        return PointResult(p.points - 1, evals, shared, per_stage)
+
+    def rows(
+        self, counters: Counters, point: PointResult | None, train: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The rows of a step: one per evaluated stage at a point, one without
+        (:func:`~esbench.tracking.ruler.point_rows`, :func:`~esbench.tracking.ruler.step_row`)."""
+        if point is None:
+            return [step_row(counters, self.stage.name, train)]
+        return point_rows(counters, self.stage.name, point.evals, train, point.shared, point.per_stage)
+
+    def end_stage(self, params: np.ndarray) -> bool:
+        """Close the trained stage at the current counters; True when a next stage begins.
+
+        Records the boundary ``T_k`` and its wall-clock, and snapshots ``params``: the parameters
+        the next stage starts from, or the final ones. The run is over after the last stage or
+        once it reached its target.
+        """
+        p = self.p
+        p.boundaries.append(p.timesteps)
+        p.boundary_wall_clock_s.append(p.wall_clock_s)
+        p.snapshots = [*p.snapshots, np.array(params, copy=True)]
+        if p.stopped_at_return or p.stage + 1 >= len(self.plan.stages):
+            p.finished = True
+            return False
+        p.stage += 1
+        p.stage_start = p.timesteps
+        return True
+
+    def summary(self, counters: Counters, params: np.ndarray) -> dict[str, Any]:
+        """The trainer's part of ``summary.json`` (:func:`~esbench.tracking.ruler.summary`)."""
+        p = self.p
+        return summary(
+            plan=self.plan,
+            final_eval=p.last_eval[0],
+            best_eval=p.best_eval,
+            counters=counters,
+            params=params,
+            target=self.target,
+            stopped_at_return=p.stopped_at_return,
+            resumed_from=p.resumed_from,
+            boundaries=p.boundaries,
+            stage_wall_clock_s=p.boundary_wall_clock_s,
+            final_eval_by_stage=p.last_eval_by_stage,
+        )

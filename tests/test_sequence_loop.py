@@ -1,0 +1,136 @@
+"""The sequence loop both families share (esbench.tracking.sequence_loop), on a hand-made learner.
+
+The learner below is not a stand-in for a real component: it is the smallest thing that satisfies
+the ``Learner`` protocol with answers known in advance, so every number the loop writes can be
+checked by hand. The real learners (ES on Dask, the SB3 callback) run through the loop in
+tests/test_sequence_runs.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from esbench.policies.distribution import CATEGORICAL, ActionDist
+from esbench.tracking.drift import StageStates
+from esbench.tracking.ruler import Counters, Stage, StageEval, StagePlan
+from esbench.tracking.sequence_loop import SequenceLoop, SequenceProgress
+
+
+class ScriptedLearner:
+    """Returns stage j's score from ``scores[j]``, 7 steps per evaluation, and logits that are the
+    parameters' first two entries on every state."""
+
+    def __init__(self, params: np.ndarray, scores: list[float]) -> None:
+        self.theta = params
+        self.scores = scores
+        self.recorded = 0
+
+    def evaluate_stage(self, j: int) -> StageEval:
+        return StageEval(f"s{j}", self.scores[j], 0.5, 7)
+
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        return ActionDist(CATEGORICAL, np.tile(self.theta[:2], (len(states), 1)))
+
+    def record_states(self) -> StageStates:
+        self.recorded += 1
+        states = np.zeros((4, 3))
+        return StageStates("s0", states, self.distribution(states), 11)
+
+    def params(self) -> np.ndarray:
+        return self.theta
+
+
+def _plan(n: int = 2, budget: int = 100) -> StagePlan:
+    return StagePlan("seq", tuple(Stage(k, f"s{k}", {}, budget) for k in range(n)))
+
+
+def _loop(plan: StagePlan, target: float | None = None) -> tuple[SequenceLoop, SequenceProgress]:
+    p = SequenceProgress(next_eval_at=50)
+    p.snapshots = [np.array([1.0, 0.0, 2.0])]
+    return SequenceLoop(plan, p, interval=50, target=target), p
+
+
+def test_a_point_evaluates_every_stage_and_updates_the_counters() -> None:
+    loop, p = _loop(_plan())
+    learner = ScriptedLearner(np.array([1.0, 0.0, 2.0]), [3.0, -1.0])
+    assert loop.needs_first_point
+    first = loop.evaluation_point(learner)
+    assert first.index == 0 and [e.stage for e in first.evals] == ["s0", "s1"]
+    assert p.points == 1 and p.eval_timesteps == 14 and p.last_eval == (3.0, 0.5) and p.best_eval == 3.0
+    assert p.last_eval_by_stage == {"s0": 3.0, "s1": -1.0} and p.next_eval_at == 50
+    assert first.shared["drift_l2"] == 0.0 and first.per_stage == {}  # no ended stage yet
+    p.timesteps = 120  # a step that overshot two scheduled points: the next is the one after it
+    learner.theta, learner.scores = np.array([1.0, 3.0, 6.0]), [2.0, 0.0]
+    second = loop.evaluation_point(learner)
+    assert second.index == 1 and p.best_eval == 3.0 and p.last_eval == (2.0, 0.5) and p.next_eval_at == 150
+    assert second.shared["drift_l2"] == pytest.approx(5.0)  # ||(0, 3, 4)||
+    assert second.shared["drift_rel"] == pytest.approx(5.0 / math.sqrt(5.0))
+
+
+def test_the_schedule_and_the_stage_budget() -> None:
+    loop, p = _loop(_plan())
+    p.timesteps = 49
+    assert not loop.point_due(stage_done=False) and loop.point_due(stage_done=True)
+    p.timesteps = 50
+    assert loop.point_due(stage_done=False) and not loop.stage_done()
+    p.timesteps = 100
+    assert loop.stage_done()
+
+
+def test_a_stage_end_records_its_states_once_and_only_with_a_later_stage() -> None:
+    loop, p = _loop(_plan())
+    learner = ScriptedLearner(np.array([1.0, 0.0, 2.0]), [3.0, -1.0])
+    end = loop.evaluation_point(learner, stage_end=True)
+    assert learner.recorded == 1 and p.eval_timesteps == 11 + 14
+    assert end.per_stage == {"s0": {"policy_kl": 0.0}}  # the stage-end policy against itself
+    loop.evaluation_point(learner, stage_end=True)  # the same stage ending again records nothing
+    assert learner.recorded == 1
+    last, q = _loop(_plan(n=1))
+    last.evaluation_point(learner, stage_end=True)
+    assert learner.recorded == 1 and q.stage_states == []  # no later point would use them
+
+
+def test_stage_boundaries_snapshot_and_advance_until_the_last_stage() -> None:
+    loop, p = _loop(_plan(n=3))
+    p.timesteps, p.wall_clock_s = 104, 9.0
+    assert loop.end_stage(np.array([5.0, 5.0, 5.0])) is True
+    assert (p.stage, p.stage_start, p.boundaries, p.boundary_wall_clock_s) == (1, 104, [104], [9.0])
+    assert loop.stage.name == "s1" and not loop.stage_done()
+    p.timesteps = 210
+    assert loop.end_stage(np.array([6.0, 6.0, 6.0])) is True and p.stage == 2
+    p.timesteps = 310
+    assert loop.end_stage(np.array([7.0, 7.0, 7.0])) is False
+    assert p.finished and not loop.running and p.boundaries == [104, 210, 310]
+    assert [float(s[0]) for s in p.snapshots] == [1.0, 5.0, 6.0, 7.0]  # K + 1 rows: the final ones last
+
+
+def test_reaching_the_target_ends_the_run_at_that_stage() -> None:
+    loop, p = _loop(_plan(n=1), target=2.5)
+    learner = ScriptedLearner(np.array([1.0, 0.0, 2.0]), [2.0])
+    loop.evaluation_point(learner)
+    assert loop.running
+    learner.scores = [2.5]
+    loop.evaluation_point(learner)
+    assert p.stopped_at_return and not loop.running
+    assert loop.end_stage(learner.params()) is False and p.finished
+    summary = loop.summary(Counters(2, p.timesteps, 0, 0, 1.0, 1.0, p.eval_timesteps, 1), learner.params())
+    assert summary["stopped_at_return"] is True and summary["final_eval_return"] == 2.5
+    assert summary["stage_boundaries"] == [0]
+
+
+def test_rows_of_a_point_and_of_a_step() -> None:
+    loop, _ = _loop(_plan())
+    learner = ScriptedLearner(np.array([1.0, 0.0, 2.0]), [3.0, -1.0])
+    counters = Counters(0, 0, 0, 0, 0.0, 0.0, 14, 1)
+    point = loop.evaluation_point(learner)
+    rows = loop.rows(counters, point, {"train_return_mean": 1.5, "param_norm": 2.0})
+    assert [(r["train_task"], r["eval_task"], r["eval_return_mean"]) for r in rows] == [
+        ("s0", "s0", 3.0),
+        ("s0", "s1", -1.0),
+    ]
+    assert "train_return_mean" in rows[0] and "train_return_mean" not in rows[1]
+    (step,) = loop.rows(counters, None, {"train_return_mean": 1.5})
+    assert math.isnan(step["eval_return_mean"]) and step["eval_task"] == "s0"
