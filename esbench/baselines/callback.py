@@ -179,7 +179,7 @@ class MetricsCallback(BaseCallback):
         p = self.p
         point = self.loop.evaluation_point(self, stage_end=stage_end)
         self.clock()
-        params = policy_vector(self.model)
+        params = point.params
         train = {
             "train_return_mean": float(np.mean(p.returns)) if p.returns else math.nan,
             "train_return_max": float(np.max(p.returns)) if p.returns else math.nan,

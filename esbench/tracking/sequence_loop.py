@@ -128,10 +128,11 @@ class Learner(Protocol):
 
 @dataclass(frozen=True)
 class PointResult:
-    """An evaluation point: its index (0 at timestep 0), every stage's evaluation, and the drift
-    columns for ``point_rows``."""
+    """An evaluation point: its index (0 at timestep 0), the parameters evaluated (read once, from
+    :meth:`Learner.params`), every stage's evaluation, and the drift columns for ``point_rows``."""
 
     index: int
+    params: np.ndarray
     evals: list[StageEval]
     shared: dict[str, float]
     per_stage: dict[str, dict[str, float]]
@@ -189,9 +190,8 @@ class SequenceLoop:
             before = len(p.stage_states)
             p.stage_states = stage_end_states(self.plan, p.stage, learner.record_states, p.stage_states)
             p.eval_timesteps += sum(r.steps for r in p.stage_states[before:])
-        shared, per_stage = drift_at_point(
-            learner.params(), p.snapshots[p.stage], p.stage_states, learner.distribution
-        )
+        params = learner.params()
+        shared, per_stage = drift_at_point(params, p.snapshots[p.stage], p.stage_states, learner.distribution)
         evals = [learner.evaluate_stage(j) for j in range(len(self.plan.stages))]
         for e in evals:
             p.eval_timesteps += e.steps
@@ -202,7 +202,7 @@ class SequenceLoop:
         p.next_eval_at = next_eval_at(p.timesteps, self.interval)
         p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
         p.points += 1
-        return PointResult(p.points - 1, evals, shared, per_stage)
+        return PointResult(p.points - 1, params, evals, shared, per_stage)
 
     def rows(
         self, counters: Counters, point: PointResult | None, train: dict[str, Any]
