@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from esbench.runtime.es_trainer import CHECKPOINT_TYPES
+from esbench.tracking.store import code_revision, environment_record, pinned_code_revision
 from esbench.utils import statefile
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
 
@@ -268,12 +269,28 @@ def test_unreachable_scheduler_fails_fast_with_advice(tmp_path: Path) -> None:
     assert time.time() - start < 60
 
 
+def test_a_pinned_code_revision_is_what_runs_record() -> None:
+    """Inside :func:`pinned_code_revision` (a sweep's job) a run records the sweep's revision, not
+    whatever the checkout is at the moment; outside it, the checkout's own."""
+    pinned = {"git_commit": "0" * 40, "git_dirty": True}
+    with pinned_code_revision(pinned):
+        record = environment_record(2)
+    assert (record["git_commit"], record["git_dirty"]) == ("0" * 40, True)
+    assert environment_record(2)["git_commit"] == code_revision()["git_commit"] != "0" * 40
+
+
 def test_multirun_sweep_runs_every_job_and_a_rerun_skips_them(tmp_path: Path) -> None:
     args = ["run", "-m", *PENDULUM, "budget.timesteps=2000", "seed=0,1", f"results_dir={tmp_path}"]
     first = esbench(*args)
     summaries = sorted(tmp_path.glob("default/*/summary.json"))
     assert len(summaries) == 2, first.stdout
     stamps = [p.stat().st_mtime_ns for p in summaries]
+    # Every job names the code revision the sweep started from (taken once, on the driver).
+    revisions = {
+        (e["git_commit"], e["git_dirty"])
+        for e in (json.loads((p.parent / "env.json").read_text()) for p in summaries)
+    }
+    assert revisions == {tuple(code_revision().values())}
     again = esbench(*args)
     assert again.stdout.count("already complete") == 2
     assert [p.stat().st_mtime_ns for p in summaries] == stamps

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -340,6 +341,33 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+#: The code revision a sweep started from, pinned by the sweep launcher for each of its jobs
+#: (:func:`pinned_code_revision`); ``None`` outside a sweep: a run reads git when it starts.
+_PINNED_REVISION: ContextVar[dict[str, Any] | None] = ContextVar("esbench_code_revision", default=None)
+
+
+def code_revision() -> dict[str, Any]:
+    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the esbench checkout, now."""
+    repo = Path(__file__).resolve().parents[2]
+    commit, dirty = _git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")
+    return {"git_commit": commit, "git_dirty": bool(dirty) if commit else None}
+
+
+@contextlib.contextmanager
+def pinned_code_revision(revision: dict[str, Any]) -> Iterator[None]:
+    """Record ``revision`` (from :func:`code_revision`) as the code of every run started inside.
+
+    A sweep takes the revision once, when it starts, so all its runs name the same commit: a commit
+    made while a long sweep runs must not split one report's runs across commits, nor flag runs that
+    started before an edit as "with uncommitted changes".
+    """
+    token = _PINNED_REVISION.set(dict(revision))
+    try:
+        yield
+    finally:
+        _PINNED_REVISION.reset(token)
+
+
 def environment_record(workers: int) -> dict[str, Any]:
     """Versions, commit, hardware: stored with every run and quoted by reports."""
     versions: dict[str, str | None] = {}
@@ -348,12 +376,11 @@ def environment_record(workers: int) -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    repo = Path(__file__).resolve().parents[2]
-    commit, dirty = _git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")
+    revision = _PINNED_REVISION.get() or code_revision()
     return {
         "packages": versions,
-        "git_commit": commit,
-        "git_dirty": bool(dirty) if commit else None,
+        "git_commit": revision["git_commit"],
+        "git_dirty": revision["git_dirty"],
         "cpu_count": os.cpu_count(),
         "workers": workers,
         "host": socket.gethostname(),

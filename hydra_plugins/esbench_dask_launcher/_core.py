@@ -73,6 +73,7 @@ class JobContext:
     singleton_state: dict[Any, Any]
     driver_cwd: str
     topic: str
+    code_revision: dict[str, Any]
 
 
 @dataclass
@@ -127,13 +128,16 @@ def execute_job(idx: int, overrides: Sequence[str], ctx: JobContext) -> tuple[Jo
             if isinstance(results_dir, str) and not os.path.isabs(results_dir):
                 sweep_config.results_dir = str(Path(ctx.driver_cwd) / results_dir)
         HydraConfig.instance().set_config(sweep_config)
-        ret = run_job(
-            hydra_context=ctx.hydra_context,
-            task_function=ctx.task_function,
-            config=sweep_config,
-            job_dir_key="hydra.sweep.dir",
-            job_subdir_key="hydra.sweep.subdir",
-        )
+        from esbench.tracking.store import pinned_code_revision
+
+        with pinned_code_revision(ctx.code_revision):  # every run names the sweep's starting commit
+            ret = run_job(
+                hydra_context=ctx.hydra_context,
+                task_function=ctx.task_function,
+                config=sweep_config,
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+            )
         if ret.status == JobStatus.FAILED:
             exc = ret._return_value
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -194,6 +198,7 @@ def _run_jobs(client: Any, launcher: LauncherState, jobs: list[tuple[int, list[s
     from distributed import wait
 
     from esbench.runtime.cluster import worker_count
+    from esbench.tracking.store import code_revision
 
     workers = max(worker_count(client), 1)
     limit = int(launcher.max_concurrent or workers)
@@ -205,6 +210,7 @@ def _run_jobs(client: Any, launcher: LauncherState, jobs: list[tuple[int, list[s
         singleton_state=Singleton.get_state(),
         driver_cwd=os.getcwd(),
         topic=topic,
+        code_revision=code_revision(),  # once, at sweep start (see pinned_code_revision)
     )
     print(
         f"esbench: Dask launcher: {len(jobs)} job(s) on {workers} worker(s), up to {limit} at once",
