@@ -34,7 +34,14 @@ SMALL = ["tracker=none", "tracker.console=false", "algo.noise_table_size=1000000
 
 
 def esbench(*args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI in a subprocess (as a user would)."""
+    """Run the real CLI in a subprocess (as a user would).
+
+    A run (``esbench run``, not its ``--help`` or ``--cfg``) gets ``cluster.dashboard=false`` unless
+    the test sets it: importing the dashboard (bokeh) costs each run a second or more, and only
+    ``tests/test_security.py`` (which starts its own clusters) looks at the dashboard.
+    """
+    if args[:1] == ("run",) and not any(a.startswith(("--", "cluster.dashboard=")) for a in args):
+        args = (*args, "cluster.dashboard=false")
     proc = subprocess.run(
         [sys.executable, "-m", "esbench.cli", *args],
         capture_output=True,

@@ -16,14 +16,13 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from esbench.envs import make_env
 from esbench.policies import ObsStats, Policy, make_policy
-from esbench.policies.cnn import BatchedCNN, CNNPolicy
 from esbench.policies.episode import Episode, run_episode
 from esbench.policies.lowrank import LowRank, LowRankBatchedMLP, LowRankSource
 from esbench.policies.mlp import BatchedMLP, MLPPolicy
@@ -31,6 +30,9 @@ from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
 from esbench.strategies import ESState, Population, Strategy, make_strategy
 from esbench.utils.seeding import ACTION_NOISE, ENV_RESET, INIT_PARAMS, OBS_STATS, derive_seed, generator
+
+if TYPE_CHECKING:  # the CNN (and torch, ~2 s to import) only for Atari runs: MLP rollouts need no torch
+    from esbench.policies.cnn import BatchedCNN
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,10 @@ class RunContext:
         batch = int(self.algo.get("rollout_batch", 1))
         if batch > 1 and isinstance(self.policy, MLPPolicy):
             self.batched = BatchedMLP(self.policy, batch)
-        elif batch > 1 and isinstance(self.policy, CNNPolicy):
-            self.batched = BatchedCNN(self.policy, batch)
+        elif batch > 1 and OmegaConf.create(spec.policy).kind == "cnn":
+            from esbench.policies.cnn import BatchedCNN, CNNPolicy
+
+            self.batched = BatchedCNN(cast(CNNPolicy, self.policy), batch)
         # The lockstep environments (training, and evaluation where it differs: Atari), each list
         # starting with the env of the one-by-one path. MuJoCo's are cheap and all built now; Atari's
         # (an emulator each) are built when a task first needs that many slots (lockstep_envs).
