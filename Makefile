@@ -31,8 +31,12 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Test files in parallel on TEST_WORKERS processes (pytest-xdist; a file's tests stay together, so
+# its module fixtures are built once). `pytest` alone runs serially.
+TEST_WORKERS ?= 2
+
 test: install install-cw lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
 	$(BIN)/python -m pytest -m slow

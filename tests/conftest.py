@@ -33,8 +33,11 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> None:
 SMALL = ["tracker=none", "tracker.console=false", "algo.noise_table_size=1000000"]
 
 
-def esbench(*args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI in a subprocess (as a user would).
+def esbench(
+    *args: str, timeout: float = 300, check: bool = True, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess (as a user would), from ``cwd`` (a checkout: its
+    ``esbench`` package is the one imported).
 
     A run (``esbench run``, not its ``--help`` or ``--cfg``) gets ``cluster.dashboard=false`` unless
     the test sets it: importing the dashboard (bokeh) costs each run a second or more, and only
@@ -47,7 +50,7 @@ def esbench(*args: str, timeout: float = 300, check: bool = True) -> subprocess.
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=REPO,
+        cwd=cwd,
         env=os.environ.copy(),
     )
     if check and proc.returncode != 0:

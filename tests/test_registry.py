@@ -9,6 +9,7 @@ answers from the registry. The last test adds a variant the way a contributor wo
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -169,21 +170,26 @@ learning_rate: 0.2
 
 def test_adding_a_variant_takes_a_module_and_a_config_file(tmp_path: Path) -> None:
     """The contributor's path: two new files, then the variant composes, runs on the real Dask
-    runtime, is listed by --help and is labelled in reports, with no other file edited."""
-    module = REPO / "esbench" / "strategies" / "zz_test_variant.py"
-    config = CONF_DIR / "algo" / "zz_test_variant.yaml"
+    runtime, is listed by --help and is labelled in reports, with no other file edited.
+
+    The files go into a copy of the checkout (its ``esbench``, ``conf`` and ``hydra_plugins``), and
+    the CLI runs from there: the checkout itself never holds the throwaway variant, so runs of other
+    tests (the suite runs files in parallel) never see it."""
+    checkout = tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("esbench", "conf", "hydra_plugins"):
+        shutil.copytree(REPO / name, checkout / name, ignore=ignore)
+    module = checkout / "esbench" / "strategies" / "zz_test_variant.py"
+    config = checkout / CONF_DIR.relative_to(REPO) / "algo" / "zz_test_variant.yaml"
     assert not module.exists() and not config.exists()
     module.write_text(VARIANT)
     config.write_text(VARIANT_YAML)
-    try:
-        assert "zz_test_variant  [es] a variant added by a test" in esbench("run", "--help").stdout
-        esbench(
-            "run", "algo=zz_test_variant", "env=cartpole", "budget=smoke", "budget.timesteps=3000",
-            "tracker=none", "tracker.console=false", "algo.noise_table_size=1000000", "cluster.n_workers=1",
-            f"results_dir={tmp_path}",
-        )  # fmt: skip
-        metrics, summary = read_run(only_run_dir(tmp_path))
-        assert summary["algo"] == "zz_test_variant" and len(metrics) > 0
-    finally:
-        module.unlink(missing_ok=True)
-        config.unlink(missing_ok=True)
+    assert "zz_test_variant  [es] a variant added by a test" in esbench("run", "--help", cwd=checkout).stdout
+    esbench(
+        "run", "algo=zz_test_variant", "env=cartpole", "budget=smoke", "budget.timesteps=3000",
+        "tracker=none", "tracker.console=false", "algo.noise_table_size=1000000", "cluster.n_workers=1",
+        f"results_dir={tmp_path / 'results'}", cwd=checkout,
+    )  # fmt: skip
+    metrics, summary = read_run(only_run_dir(tmp_path / "results"))
+    assert summary["algo"] == "zz_test_variant" and len(metrics) > 0
+    assert "zz_test_variant" not in esbench("run", "--help").stdout  # the checkout never had it
