@@ -39,7 +39,7 @@ test: install install-cw lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile
 
 reproduce: install
 	$(BIN)/esbench reproduce table1 scale=mini
