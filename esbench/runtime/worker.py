@@ -104,7 +104,7 @@ class RunContext:
         batch = int(self.algo.get("rollout_batch", 1))
         if batch > 1 and isinstance(self.policy, MLPPolicy):
             self.batched = BatchedMLP(self.policy, batch)
-        elif batch > 1 and OmegaConf.create(spec.policy).kind == "cnn":
+        elif batch > 1 and spec.policy.get("kind") == "cnn":
             from esbench.policies.cnn import BatchedCNN, CNNPolicy
 
             self.batched = BatchedCNN(cast(CNNPolicy, self.policy), batch)
