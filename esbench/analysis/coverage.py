@@ -58,9 +58,7 @@ def _tts(values: np.ndarray, confidence: float) -> list[TimeToTarget]:
     ]
 
 
-def ratio_coverage(
-    n_es: int, n_base: int = 0, n_datasets: int = 500, seed: int = 0
-) -> tuple[float, float]:
+def ratio_coverage(n_es: int, n_base: int = 0, n_datasets: int = 500, seed: int = 0) -> tuple[float, float]:
     """Coverage of ES time / baseline time on the synthetic curves, and how often ES is censored.
 
     Args:
@@ -80,7 +78,10 @@ def ratio_coverage(
     conf = SIDE_CONFIDENCE if n_base else 0.95
     es = _tts(_curves(rng, (n_datasets, n_es), ES_RATE), conf)
     if n_base:
-        ratios = [ratio_interval(e, b) for e, b in zip(es, _tts(_curves(rng, (n_datasets, n_base), BASE_RATE), conf), strict=True)]
+        ratios = [
+            ratio_interval(e, b)
+            for e, b in zip(es, _tts(_curves(rng, (n_datasets, n_base), BASE_RATE), conf), strict=True)
+        ]
     else:
         ratios = [ratio_interval(e, base_time) for e in es]
     low = np.array([r.low if np.isfinite(r.low) else r.lower_bound for r in ratios])

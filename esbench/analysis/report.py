@@ -43,9 +43,11 @@ from esbench.analysis.retention_report import (
     wandb_summary,
 )
 from esbench.analysis.scaling import scaling_table, time_to_threshold, write_scaling
-from esbench.analysis.stats import check_seeds, mean_ci, partial_keys
+from esbench.analysis.stats import check_seeds, coverage_sentence, mean_ci, partial_keys
 from esbench.analysis.table1 import (
-    claim_of,
+    claim_rows,
+    claims_markdown,
+    claims_table,
     load_mujoco_reference,
     table1,
     table1_paper,
@@ -64,9 +66,9 @@ from esbench.analysis.table2 import (
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.time_to_score import time_to_common_score, write_time_to_score
 from esbench.analysis.verdicts import (
-    INCONCLUSIVE,
+    TIME_CI_METHOD,
+    UNDECIDED,
     Verdict,
-    combine,
     interval_verdict,
     percentile_interval,
     resample_means,
@@ -157,7 +159,7 @@ def _table_md(paths: dict[str, Path], root: Path) -> str:
 
 
 def _verdict(ok: bool | None) -> str:
-    return {True: "supported", False: "not supported", None: "inconclusive"}[ok]
+    return {True: "supported", False: "contradicted", None: "undecided"}[ok]
 
 
 def _curve_figures(
@@ -250,75 +252,38 @@ def _summary_table(
     return _table_md(paths, root)
 
 
-def _table1_claim(env_id: str, env: pd.DataFrame) -> str:
-    """The claim row of one environment against our TRPO: < 10x on the hard tasks at every
-    fraction, <= 1x at 100% on the easy ones, decided from the bootstrap intervals over ES's seeds
-    (each covered row's verdict of :func:`esbench.analysis.table1.table1`, combined)."""
-    name = str(env["env_name"].iloc[0])
-    covered = env[env["verdict"] != ""]
-    verdict = combine([Verdict(w, d) for w, d in zip(covered["verdict"], covered["decide"], strict=True)])
-    ours = ", ".join(f"{round(100 * r.progress_fraction)}%: {r.ratio_text}" for r in covered.itertuples())
-    ours += (
-        f" (ES over our TRPO's timesteps; {int(env['n_seeds_es'].max())} ES seeds, "
-        f"{int(env['n_seeds_rl'].max())} TRPO seeds)"
-    )
-    paper = (
-        ", ".join(fmt_num(v, 3) for v in covered["paper_ratio"])
-        if covered["paper_ratio"].notna().any()
-        else "—"
-    )
-    who = f" ({algo_label(str(env['es_algo'].iloc[0]))})" if env["es_algo"].nunique() == 1 else ""
-    claim = _claim_text(env_id, name) + ", against our tuned TRPO" + who
-    return f"| {claim} | {paper} | {ours} | {_verdict_text(verdict)} |"
-
-
-def _claim_text(env_id: str, name: str) -> str:
-    limit, _, every = claim_of(env_id)
-    if every:
-        return f"{name}: ES needs < {fmt_num(limit, 3)}x TRPO's timesteps (hard task)"
-    return f"{name}: ES needs no more timesteps than TRPO at 100% (easy task)"
-
-
 def _verdict_text(v: Verdict) -> str:
     return v.word + (f": {v.decide}" if v.decide else "")
-
-
-def _paper_curve_claims(table: pd.DataFrame) -> list[str]:
-    """One claim row per (env, ES algo) of :func:`table1_paper`, decided from its intervals."""
-    rows = []
-    for (env_id, es_algo), g in table.groupby(["env_id", "es_algo"], sort=True):
-        covered = g[g["verdict"] != ""]
-        verdict = combine([Verdict(w, d) for w, d in zip(covered["verdict"], covered["decide"], strict=True)])
-        who = f" ({algo_label(str(es_algo))})" if table["es_algo"].nunique() > 1 else ""
-        ours = ", ".join(
-            f"{round(100 * r.progress_fraction)}%: "
-            + (f"> {fmt_num(r.es_last_timesteps / r.paper_trpo_timesteps, 2)}" if np.isposinf(r.ratio)
-               else fmt_num(r.ratio, 2))
-            for r in covered.itertuples()
-        )  # fmt: skip
-        paper = ", ".join(fmt_num(v, 3) for v in covered["paper_ratio"])
-        claim = _claim_text(str(env_id), str(g["env_name"].iloc[0])) + who
-        ours += f" (our ES over the paper's TRPO timesteps; {int(g['n_seeds_es'].max())} seeds)"
-        rows.append(f"| {claim} | {paper} | {ours} | {_verdict_text(verdict)} |")
-    return rows
 
 
 def _section_table1(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
     stopped = stopped_runs(results)
     paper = table1_paper(results.curves, load_mujoco_reference(), rng, stopped=stopped, partial=partial)
+    table = table1(results.curves, load_mujoco_reference(), partial=partial, rng=rng, stopped=stopped)
     if not paper.empty:
+        claims = claims_table(paper, table)
+        seeds = int(paper["n_seeds_es"].min())
+        sec.body.append(
+            "## Claims in the paper's words\n\n"
+            "Each claim is the paper's own sentence (results/reference/salimans2017_claims.csv) with two "
+            "separate answers: does the claim hold here (against the paper's TRPO curve and, where we "
+            "ran TRPO, against ours), and did we reproduce the paper's number (our ratio's interval "
+            "contains the paper's). Each answer is supported, contradicted or undecided.\n\n"
+            + claims_markdown(claims)
+            + f"\nTimes to a target: {TIME_CI_METHOD}, 95%; over our TRPO both sides' seeds are "
+            "resampled (each side at sqrt(0.95)). Coverage measured on synthetic learning curves "
+            "(`python -m esbench.analysis.coverage`, docs/statistics.md). " + coverage_sentence(seeds) + "\n"
+        )
+        sec.claims += claim_rows(claims)
         sec.body.append(
             "## Table 1 against the paper's own TRPO curve\n\n"
             "*Question answered: does esbench's ES behave like the paper's ES?* The paper publishes "
             "TRPO's target score at each fraction of its learning progress and the timesteps its "
             "TRPO and its ES needed to reach it. Here our ES is timed to those same scores, and the "
-            "ratio divides by the paper's TRPO timesteps, so no 2017 TRPO has to be re-run. The "
-            "paper's claims are decided on this table, from bootstrap intervals over seeds.\n\n"
+            "ratio divides by the paper's TRPO timesteps, so no 2017 TRPO has to be re-run.\n\n"
             + _table_md(write_table1_paper(paper, root / "tables"), root)
         )
-        sec.claims += _paper_curve_claims(paper)
-    table = table1(results.curves, load_mujoco_reference(), partial=partial, rng=rng, stopped=stopped)
     if table.empty:
         sec.body.append(
             "No environment has both ES and TRPO runs: the comparison with our TRPO is not computed.\n"
@@ -335,8 +300,6 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
         sec.body.append(
             _figure_md(paths, root, "ES/TRPO timestep ratio per environment (log scale); crosses: paper")
         )
-        for (env_id, _), env in table.groupby(["env_id", "es_algo"], sort=True):
-            sec.claims.append(_table1_claim(str(env_id), env))
     sec.body += _section_time_to_score(results, root, rng).body
     return sec
 
@@ -379,7 +342,7 @@ def _table2_claim(complete: pd.DataFrame, rng: np.random.Generator, es_algo: str
     A3C on these games, decided from the bootstrap interval of our win count over seeds."""
     wins, low, high, n, min_seeds = win_count_interval(complete, rng, es_algo)
     if n == 0 or pn == 0:
-        verdict = Verdict(INCONCLUSIVE, "needs games with both ES and A2C runs (and a published score)")
+        verdict = Verdict(UNDECIDED, "needs games with both ES and A2C runs (and a published score)")
         interval = ""
     else:
         at_least = pw / pn >= 0.5  # the paper's side of half the games

@@ -320,12 +320,16 @@ def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
         return Verdict(UNDECIDED, "needs at least 2 seeds for an interval")
     interval = ri.text()
     if np.isfinite(ri.high) and ri.high < paper_ratio:
-        return Verdict(CONTRADICTED, f"ours faster than the paper's ES: {interval} vs {fmt_num(paper_ratio, 3)}")
+        return Verdict(
+            CONTRADICTED, f"ours faster than the paper's ES: {interval} vs {fmt_num(paper_ratio, 3)}"
+        )
     if ri.lower_bound > paper_ratio:
-        return Verdict(CONTRADICTED, f"ours slower than the paper's ES: {interval} vs {fmt_num(paper_ratio, 3)}")
+        return Verdict(
+            CONTRADICTED, f"ours slower than the paper's ES: {interval} vs {fmt_num(paper_ratio, 3)}"
+        )
     if np.isfinite(ri.high):
         return Verdict(SUPPORTED)
-    return Verdict(UNDECIDED, f"interval {interval} is open above: runs end before the paper's ratio is passed")
+    return Verdict(UNDECIDED, f"{interval} is open above: the runs end before the paper's ratio")
 
 
 def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, float]:
@@ -342,7 +346,8 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
     if words and all(w == SUPPORTED for w in words):
         return Verdict(SUPPORTED)
     if CONTRADICTED in words:
-        return Verdict(CONTRADICTED, "; ".join(sorted({v.decide for v in verdicts if v.decide and v.word == CONTRADICTED})))
+        against = sorted({v.decide for v in verdicts if v.decide and v.word == CONTRADICTED})
+        return Verdict(CONTRADICTED, "; ".join(against))
     notes = sorted({v.decide for v in verdicts if v.decide})
     return Verdict(UNDECIDED, "; ".join(notes))
 
