@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from esbench.analysis.coverage import ratio_coverage
 from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
-from esbench.analysis.coverage import ratio_coverage
 from esbench.analysis.table1 import load_mujoco_reference, table1_paper
 from esbench.analysis.table2 import win_count_interval
 from esbench.analysis.verdicts import (
@@ -76,7 +76,7 @@ def test_ratio_interval_by_hand() -> None:
     assert censored.text() == "> 10 [4, > 10]"
     never = ratio_interval(tt(np.inf, np.inf, np.inf, last=800), tt(100, 50, 200))
     assert np.isposinf(never.low) and never.lower_bound == 4.0  # ES's last 800 / base's high 200
-    assert SIDE_CONFIDENCE == pytest.approx(0.95**0.5)
+    assert pytest.approx(0.95**0.5) == SIDE_CONFIDENCE
 
 
 def test_unreached_target_is_censored_at_the_last_common_timestep() -> None:
@@ -119,7 +119,9 @@ def test_undecided_says_what_would_decide() -> None:
     assert "needs runs past 200 timesteps (now 150)" in short.decide
     assert "would reach 10 near 650" in short.decide  # 150 + (10 - 5) / 0.01
     assert "more seeds (now 3)" in ratio_verdict(ratio_interval(tt(150, 100, 250), 20.0), 10.0).decide
-    assert ratio_verdict(ratio_interval(tt(20, 10, 20), 20.0), 1.0, inclusive=True).word == SUPPORTED  # 1 <= 1
+    assert (
+        ratio_verdict(ratio_interval(tt(20, 10, 20), 20.0), 1.0, inclusive=True).word == SUPPORTED
+    )  # 1 <= 1
     assert ratio_verdict(ratio_interval(tt(20, 10, 20), 20.0), 1.0).word == UNDECIDED  # 1 < 1 is false
     # Both sides random: ES [80, 120] over a baseline [10, 30] -> [2.67, 12]: straddles 10.
     both = ratio_interval(tt(100, 80, 120), tt(20, 10, 30, n=2))
@@ -186,7 +188,9 @@ def test_table1_against_the_paper_curve_on_synthetic_runs(tmp_path: Path) -> Non
     assert table["claim"].tolist() == ["", "", "", "A"] and table.loc[1.0, "verdict"] == SUPPORTED
     # The paper's own 6.94 there is far above our [1.1, 1.1]: not reproduced, ours faster.
     assert table.loc[1.0, "reproduced"] == CONTRADICTED
-    assert table.loc[1.0, "reproduced_note"].startswith("ours faster than the paper's ES: 1.1 [1.1, 1.1] vs 6.94")
+    assert table.loc[1.0, "reproduced_note"].startswith(
+        "ours faster than the paper's ES: 1.1 [1.1, 1.1] vs 6.94"
+    )
     # Censored: a seed that never passes 2000 by 5M at 100% -> "> 5M / 4.56M".
     write_run(tmp_path, "table1", "ars", "Hopper-v5", 0, ts, [10.0, 900.0, 1500.0, 1900.0])
     write_run(tmp_path, "table1", "ars", "Hopper-v5", 1, ts, [10.0, 900.0, 1500.0, 1900.0])
