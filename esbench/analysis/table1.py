@@ -340,7 +340,7 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
             ],
             "ES/TRPO (ours) [95% CI]": [
                 _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
-                if np.isfinite(r.rl_timesteps)
+                if np.isfinite(r.rl_timesteps) and (np.isfinite(r.ratio_low) or np.isposinf(r.ratio_low))
                 else r.ratio_text
                 for r in table.itertuples()
             ],
