@@ -165,3 +165,19 @@ def test_missing_runs_raise(tmp_path) -> None:
     with pytest.raises(IncompleteResultsError, match=r"trpo/Hopper-v5: 1 seed\(s\), 1 missing run"):
         check_seeds(res.runs, ["algo", "env_id"])
     assert len(res.complete) == 3
+
+
+def test_welch_ci_matches_scipy_and_covers_95_percent() -> None:
+    from scipy import stats as sps
+
+    from esbench.analysis.coverage import difference_coverage
+    from esbench.analysis.stats import welch_ci
+
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.0, 3.0, 6.0])  # df = (10/3)^2 / (1/18 + 9/2) = 2.44
+    diff, low, high = welch_ci(a, b)
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert diff == -1.0 and (low, high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert welch_ci(np.array([3.0, 3.0]), np.array([1.0, 1.0])) == (2.0, 2.0, 2.0)
+    assert np.isnan(welch_ci(np.array([1.0]), b)[1])
+    for n in (3, 5, 10):
+        assert 0.93 <= difference_coverage(n) <= 0.97

@@ -9,6 +9,8 @@ how often each of esbench's interval methods does, on simulated data with a know
   :func:`esbench.analysis.verdicts.ratio_interval`) on synthetic learning curves whose seeds
   learn at different rates, with evaluation noise and censoring ("not reached by L"), against a
   published constant and against a baseline with its own seeds;
+* a difference of two means (:func:`esbench.analysis.stats.welch_ci`, Welch's t: the ES family
+  table and the retention claim);
 * the IQM across tasks (:func:`esbench.analysis.stats.iqm_ci`, stratified bootstrap).
 
 Run ``python -m esbench.analysis.coverage`` to print the table (a few seconds; seeded, so the
@@ -22,7 +24,7 @@ import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import stats
 
-from esbench.analysis.stats import COVERAGE_METHODS, DISTRIBUTIONS, iqm_ci, simulated_coverage
+from esbench.analysis.stats import COVERAGE_METHODS, DISTRIBUTIONS, iqm_ci, simulated_coverage, welch_ci
 from esbench.analysis.verdicts import SIDE_CONFIDENCE, TimeToTarget, ratio_interval, time_intervals
 
 #: Evaluation points of the synthetic curves (x in units of one evaluation interval).
@@ -89,6 +91,19 @@ def ratio_coverage(n_es: int, n_base: int = 0, n_datasets: int = 500, seed: int 
     return float(np.mean((low <= truth) & (truth <= high))), float(np.mean(np.isposinf(high)))
 
 
+def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
+    """Coverage of Welch's interval of mean(a) - mean(b), n seeds a side, on normal samples whose
+    spreads differ threefold (sd 1 and 3; true difference 0)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n_datasets, n))
+    b = 3.0 * rng.standard_normal((n_datasets, n))
+    hits = 0
+    for x, y in zip(a, b, strict=True):
+        _, low, high = welch_ci(x, y)
+        hits += bool(low <= 0.0 <= high)
+    return hits / n_datasets
+
+
 def iqm_coverage(
     n_seeds: int, n_tasks: int = 5, n_datasets: int = 200, n_resamples: int = 500, seed: int = 0
 ) -> float:
@@ -135,6 +150,11 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
         for n in seeds:
             row[f"n={n}"] = ratio_coverage(n, n if n_base < 0 else 0)[0]
         rows.append(row)
+    row = {"statistic": "difference of two means", "method": "Welch t",
+           "data": "normal, spreads 1 and 3", "used": True, "datasets": 2000}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = difference_coverage(n)
+    rows.append(row)
     row = {"statistic": "IQM across 5 tasks", "method": "stratified percentile bootstrap",
            "data": "normal per task", "used": True, "datasets": 200}  # fmt: skip
     for n in seeds:

@@ -150,6 +150,33 @@ def mean_ci(
     return mean, low, high
 
 
+def welch_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """mean(a) - mean(b) and Welch's t interval (two independent samples, unequal variances).
+
+    The two-sample analogue of :func:`t_interval`, with Welch-Satterthwaite degrees of freedom;
+    its coverage is measured by :func:`esbench.analysis.coverage.difference_coverage`.
+
+    Args:
+        a, b: The two samples (e.g. one algorithm's final returns over seeds, and another's).
+        confidence: Confidence level of the two-sided interval.
+
+    Returns:
+        (difference, low, high); low/high NaN when either sample has fewer than 2 values, the
+        difference itself when both samples are constant.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return diff, float("nan"), float("nan")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = float(np.sqrt(va + vb))
+    if se == 0.0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, df)) * se
+    return diff, diff - half, diff + half
+
+
 def _draw(dist: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     if dist == "normal":
         return rng.standard_normal(shape)
