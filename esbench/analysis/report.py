@@ -176,7 +176,7 @@ def _curve_figures(
                 series=series,
                 stopped=stopped_runs(results),
             )
-            caption = f"Evaluation return against {what}: mean over seeds, 95% bootstrap band"
+            caption = f"Evaluation return against {what}: mean over seeds, 95% Student-t band"
             if stopped_runs(results):
                 caption += (
                     "; a run that stopped at its target score (budget.stop_at_return) is held at that "
@@ -558,7 +558,7 @@ RETENTION_CLAIM = (
 
 def _retention_claims(data: RetentionData, rng: np.random.Generator) -> list[str]:
     """One claim row per sequence: the ES family's average forgetting against RL's, per-seed values
-    of every algorithm of a family pooled, decided by the bootstrap CI of the difference of means
+    of every algorithm of a family pooled, decided by Welch's t interval of the difference of means
     (:func:`esbench.analysis.es_family.difference_ci`)."""
     rows = []
     avg = data.per_run[data.per_run["metric"] == "average_forgetting"]
@@ -681,8 +681,8 @@ def _section_retention(
         "(deterministic policy, fixed evaluation seeds). Scores are normalized per stage (0: the "
         "untrained policy, 1: the algorithm's own single-stage reference run); the metrics follow "
         "Continual World (Wołczyk et al. 2021) and, for drift and sparsity, Abdi, Gupta et al. (2026). "
-        f"Seeds per condition: {seeds_text}; intervals are percentile bootstrap 95% CIs over seeds "
-        "(2,000 resamples, one seeded Generator), absent with fewer than 2 seeds.\n"
+        f"Seeds per condition: {seeds_text}; intervals are Student-t 95% CIs over seeds "
+        "(differences: Welch's t), absent with fewer than 2 seeds.\n"
     )
     sec.body.append("### Seeds\n\n" + _seeds_markdown(data))
     sec.body.append("### Budgets and wall-clock\n\n" + _budget_markdown(runs, root))
@@ -706,7 +706,7 @@ def _section_retention(
                 paths,
                 root,
                 "Normalized score of each stage over the sequence (ES solid, RL dashed; mean over seeds, "
-                "95% bootstrap band); dotted: stage boundaries; shaded: the stage's own training",
+                "95% Student-t band); dotted: stage boundaries; shaded: the stage's own training",
             )
         )
         if not data.drift.empty:
@@ -716,7 +716,7 @@ def _section_retention(
                     paths,
                     root,
                     "Parameter drift from the sequence's starting parameters at each stage boundary (the "
-                    "snapshots): relative L2 and update sparsity; mean over seeds, 95% bootstrap bars",
+                    "snapshots): relative L2 and update sparsity; mean over seeds, 95% Student-t bars",
                 )
             )
         else:
@@ -732,7 +732,7 @@ def _section_retention(
                     "Drift at every evaluation point: relative L2 and update sparsity of the parameters "
                     "since the stage began, and the policy KL on the states each ended stage's final "
                     "policy visited (ES continuous actions: Gaussians of std 0.01 around them); mean over "
-                    "seeds, 95% bootstrap band; dotted: stage boundaries",
+                    "seeds, 95% Student-t band; dotted: stage boundaries",
                 )
             )
         gains = data.per_run[data.per_run["metric"] == "new_stage_gain"]

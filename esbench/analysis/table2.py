@@ -3,7 +3,7 @@
 Our score per game is the mean over seeds of each run's final evaluation (fixed evaluation seeds;
 by default ES acts deterministically and A2C samples its policy, as A3C's published scores were
 obtained: :mod:`esbench.config.eval_protocol`; the notes say how the runs did), with a 95%
-bootstrap CI. Wins are counted as the paper counts
+Student-t CI. Wins are counted as the paper counts
 them: ES beats A3C on a game when its score is strictly higher; otherwise it is a loss. The
 published DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on
 ``gymnasium_id``.
@@ -347,7 +347,7 @@ def write_table2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     notes = (
         f"Ours: ES beats A2C on {wins} of {wins + losses} games (strictly higher mean final score). "
         f"Paper, on these games: ES FF beats A3C FF on {pw} of {pw + pl}. "
-        "Scores: mean over seeds of the final evaluation [95% bootstrap CI]; † marks the higher of ours. "
+        "Scores: mean over seeds of the final evaluation [95% Student-t CI]; † marks the higher of ours. "
         "Our budgets are far below the paper's (ES 1B frames, A3C 320M). "
         + hns_note(table)
         + eval_note(table)
