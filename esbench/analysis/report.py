@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.coverage import ratio_coverage
 from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import difference_ci, family_table, write_family_table
 from esbench.analysis.figures import algo_label
@@ -256,6 +257,18 @@ def _verdict_text(v: Verdict) -> str:
     return v.word + (f": {v.decide}" if v.decide else "")
 
 
+def _time_coverage_text(n_seeds: int) -> str:
+    """Measured coverage of the time-to-target and ratio intervals at ``n_seeds`` (a report's own)."""
+    if n_seeds < 2:
+        return f"none (with {n_seeds} seed there is no interval)"
+    alone, _ = ratio_coverage(n_seeds, 0)
+    both, _ = ratio_coverage(n_seeds, n_seeds)
+    return (
+        f"{100 * alone:.1f}% over the paper's TRPO (a constant), {100 * both:.1f}% over our TRPO "
+        "(500 simulated data sets each)"
+    )
+
+
 def _section_table1(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
     stopped = stopped_runs(results)
@@ -272,8 +285,8 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             "contains the paper's). Each answer is supported, contradicted or undecided.\n\n"
             + claims_markdown(claims)
             + f"\nTimes to a target: {TIME_CI_METHOD}, 95%; over our TRPO both sides' seeds are "
-            "resampled (each side at sqrt(0.95)). Coverage measured on synthetic learning curves "
-            "(`python -m esbench.analysis.coverage`, docs/statistics.md). " + coverage_sentence(seeds) + "\n"
+            "resampled (each side at sqrt(0.95)). Measured coverage on synthetic learning curves "
+            f"at {seeds} seed(s): {_time_coverage_text(seeds)}.\n"
         )
         sec.claims += claim_rows(claims)
         sec.body.append(
@@ -682,7 +695,9 @@ def _section_retention(
         "untrained policy, 1: the algorithm's own single-stage reference run); the metrics follow "
         "Continual World (Wołczyk et al. 2021) and, for drift and sparsity, Abdi, Gupta et al. (2026). "
         f"Seeds per condition: {seeds_text}; intervals are Student-t 95% CIs over seeds "
-        "(differences: Welch's t), absent with fewer than 2 seeds.\n"
+        "(differences: Welch's t), absent with fewer than 2 seeds. "
+        + coverage_sentence(min(n_used, default=0))
+        + "\n"
     )
     sec.body.append("### Seeds\n\n" + _seeds_markdown(data))
     sec.body.append("### Budgets and wall-clock\n\n" + _budget_markdown(runs, root))
@@ -920,6 +935,11 @@ def build_report(
         )
     else:
         text.append("No claim of the paper is tied to this target: learning curves and a summary only.\n")
+    seeds = int(counts["n_seeds"].min()) if len(counts) else 0
+    text.append(
+        coverage_sentence(seeds) + " Every interval method with its measured coverage: docs/statistics.md "
+        "(`python -m esbench.analysis.coverage`).\n"
+    )
     path = root / REPORT_FILE
     path.write_text("\n".join([*text, *body]))
     return path

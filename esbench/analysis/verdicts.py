@@ -284,7 +284,8 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
         return Verdict(UNDECIDED, "the baseline never reached this target")
     n = ri.n_es if ri.n_base == 0 else min(ri.n_es, ri.n_base)
     if not (np.isfinite(ri.low) or np.isposinf(ri.low)):
-        return Verdict(UNDECIDED, f"needs at least 2 seeds per side for an interval (has {n})")
+        per_side = " per side" if ri.n_base else ""
+        return Verdict(UNDECIDED, f"needs at least 2 seeds{per_side} for an interval (has {n})")
     below = (lambda v: v <= limit) if inclusive else (lambda v: v < limit)
     if np.isfinite(ri.high) and below(ri.high):
         return Verdict(SUPPORTED)
