@@ -114,6 +114,33 @@ def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
     return hits / n_datasets
 
 
+def win_count_coverage(n: int, n_games: int = 10, n_datasets: int = 200, seed: int = 0) -> float:
+    """Coverage of Table 2's win-count interval (:func:`esbench.analysis.table2.win_count_interval`,
+    percentile bootstrap) over ``n_games`` games, n seeds a side: each game's true ES-minus-A2C
+    difference of means is spread evenly over [-1.5, 1.5] seed standard deviations, so ES truly
+    wins half the games."""
+    from esbench.analysis.table2 import win_count_interval
+
+    rng = np.random.default_rng(seed)
+    effects = np.linspace(-1.5, 1.5, n_games)
+    truth = int(np.sum(effects > 0))
+    games = np.repeat([f"g{i}" for i in range(n_games)], n)
+    hits = 0
+    for _ in range(n_datasets):
+        es = effects[:, None] + rng.standard_normal((n_games, n))
+        rl = rng.standard_normal((n_games, n))
+        runs = pd.DataFrame(
+            {
+                "env_id": np.concatenate([games, games]),
+                "algo": ["openai_es"] * es.size + ["a2c"] * rl.size,
+                "final_eval_return": np.concatenate([es.ravel(), rl.ravel()]),
+            }
+        )
+        _, low, high, _, _ = win_count_interval(runs, rng, "openai_es")
+        hits += bool(low <= truth <= high)
+    return hits / n_datasets
+
+
 def median_coverage(n: int, n_datasets: int = 500, seed: int = 0) -> float:
     """Coverage of the percentile bootstrap interval of a median over n seeds (lognormal times,
     sigma 1: true median 1), as :mod:`esbench.analysis.time_to_score` prints it."""
@@ -180,6 +207,11 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
            "data": "lognormal times", "used": True, "datasets": 500}  # fmt: skip
     for n in seeds:
         row[f"n={n}"] = median_coverage(n)
+    rows.append(row)
+    row = {"statistic": "Table 2 win count over 10 games", "method": "percentile bootstrap",
+           "data": "normal, true wins 5 of 10", "used": True, "datasets": 200}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = win_count_coverage(n)
     rows.append(row)
     row = {"statistic": "IQM across 5 tasks", "method": "stratified percentile bootstrap",
            "data": "normal per task", "used": True, "datasets": 200}  # fmt: skip
