@@ -48,7 +48,7 @@ lint: install
 # its module fixtures are built once). `pytest` alone runs serially.
 TEST_WORKERS ?= 2
 
-test: install install-cw lint
+test: install install-cw install-docs lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
