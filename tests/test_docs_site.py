@@ -54,6 +54,16 @@ def test_a_bench_marker_renders_the_newest_json_with_the_bench_formatter(tmp_pat
     )
 
 
+def test_a_note_in_the_json_is_printed_beside_the_caption(tmp_path: Path) -> None:
+    hooks = _hook("bench_tables")
+    path = tmp_path / "bench-store.json"
+    _write_bench(path, "2026-02-01 10:00:00", "store", bench_store(sizes=(2,)))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "note": "Shared machine, load 8."}))
+    assert "docs/bench/bench-store.json`.* Shared machine, load 8.\n" in hooks.render_markers(
+        "<!-- bench:store -->", tmp_path
+    )
+
+
 def test_a_section_without_json_says_which_command_measures_it(tmp_path: Path) -> None:
     hooks = _hook("bench_tables")
     page = hooks.render_markers("<!-- bench:atari -->", tmp_path)

@@ -6,7 +6,9 @@ JSON file under ``docs/bench/`` that holds a ``comm`` section (``esbench bench``
 ``results/bench/bench-<what>.json``; copy it to ``docs/bench/`` to publish it), preceded by one line
 saying when, where and with which command it was measured. The tables come from esbench's own
 formatters, so the site shows exactly what the command printed and no number is typed by hand. A
-section with no committed JSON renders as a note saying which command produces it.
+section with no committed JSON renders as a note saying which command produces it. A JSON file may
+carry a ``"note"`` string (added by whoever publishes it: what else ran on the machine, say); it is
+printed beside the caption.
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ def render_section(key: str, sections: dict[str, tuple[Path, dict[str, Any]]]) -
         if part
     )
     caption = f"*Measured with `{command}` on {data['date']} ({where}); data: `docs/bench/{path.name}`.*"
+    if data.get("note"):
+        caption += f" {data['note']}"
     return caption + "\n\n" + _blank_line_before_tables(FORMATTERS[key](data[key]))
 
 
