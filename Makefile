@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install install-cw test test-slow lint run reproduce bench clean
+.PHONY: install install-cw install-docs docs test test-slow lint run reproduce bench clean
 
 # torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build.
 $(STAMP): pyproject.toml
@@ -25,6 +25,19 @@ $(CW_STAMP): $(STAMP)
 
 install-cw: $(CW_STAMP)
 
+# The documentation site's tools (pyproject's `docs` extra), apart from `install` so a run needs none.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+install-docs: $(DOCS_STAMP)
+
+# The documentation site (mkdocs.yml; pages in docs/), into site/. --strict: a broken link, a missing
+# page or a docstring the API reference cannot read fails the build.
+docs: install-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -35,7 +48,7 @@ lint: install
 # its module fixtures are built once). `pytest` alone runs serially.
 TEST_WORKERS ?= 2
 
-test: install install-cw lint
+test: install install-cw install-docs lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
