@@ -43,8 +43,9 @@ import yaml
 from esbench.config.registry import FAMILIES, algorithms, family_of
 from esbench.config.validate import ConfigError
 from esbench.runner import load_components
+from esbench.utils.resources import conf_dir, experiments_dir
 
-EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
+EXPERIMENTS_DIR: Path = experiments_dir()  # experiments/, shipped in the package
 SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
 #: Scales a recipe may add to the three: ``decisive`` is the budget that decides the paper's
 #: claims on one 2-core machine in about three hours (experiments/table1.yaml says how).
@@ -186,7 +187,7 @@ def paper_target_entries(
 
 def _env_id(option: str) -> str:
     """The Gymnasium id of ``conf/env/<option>.yaml`` (the option itself when no such file)."""
-    path = EXPERIMENTS_DIR.parent / "conf" / "env" / f"{option}.yaml"
+    path = conf_dir() / "env" / f"{option}.yaml"
     if not path.exists():
         return option
     data = yaml.safe_load(path.read_text()) or {}
@@ -400,7 +401,7 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
 def sequence_shape(name: str) -> tuple[str, list[int]]:
     """(env group option, timesteps of each stage) of ``conf/sequence/<name>.yaml``, for costs: the
     env is the sequence's ``override /env`` default (else its ``env.name``)."""
-    path = EXPERIMENTS_DIR.parent / "conf" / "sequence" / f"{name}.yaml"
+    path = conf_dir() / "sequence" / f"{name}.yaml"
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
     data = data or {}
     env = str((data.get("env") or {}).get("name", "halfcheetah"))

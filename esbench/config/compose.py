@@ -14,8 +14,10 @@ from esbench.config.errors import ConfigError
 from esbench.config.registry import algorithms
 from esbench.config.schema import register_configs
 from esbench.config.validate import validate
+from esbench.utils.resources import conf_dir
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR: Path = conf_dir()
+"""esbench's own Hydra config directory (shipped in the package; :mod:`esbench.utils.resources`)."""
 
 
 def compose_run_config(overrides: list[str], validate_config: bool = True) -> DictConfig:
