@@ -30,6 +30,7 @@ Each scale becomes one or more Hydra multirun sweeps (:class:`Sweep`), exactly w
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
@@ -315,7 +316,8 @@ def get_recipe(name: str, directory: Path = EXPERIMENTS_DIR) -> Recipe:
     """The recipe ``name``; :class:`RecipeError` listing the valid names otherwise."""
     recipes = load_recipes(directory)
     if name not in recipes:
-        raise RecipeError(f"unknown recipe {name!r}; allowed: {', '.join(recipes)}, all")
+        hint = did_you_mean(name, [*recipes, "all"])
+        raise RecipeError(f"unknown recipe {name!r}{hint}; allowed: {', '.join(recipes)}, all")
     return recipes[name]
 
 
@@ -430,7 +432,14 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2) -> Cost:
     return Cost(len(jobs), sum(s for s, _, _ in costs), core_s, wall, cores)
 
 
-def _human(seconds: float) -> str:
+def did_you_mean(name: str, allowed: Sequence[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``allowed``, or an empty string."""
+    close = difflib.get_close_matches(name, list(allowed), n=2)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def human_seconds(seconds: float) -> str:
+    """A duration for people: ``42 s``, ``17 min``, ``3.5 h``, ``2.1 days``."""
     if seconds < 90:
         return f"{math.ceil(seconds)} s"
     if seconds < 5400:
@@ -455,10 +464,10 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
         for scale in recipe.scales:
             c = estimate(recipe, scale, cores)
             big_wall = estimate(recipe, scale, big).wall_s if scale == "paper" else None
-            extra = f", ~{_human(big_wall)} on {big} cores" if big_wall is not None else ""
+            extra = f", ~{human_seconds(big_wall)} on {big} cores" if big_wall is not None else ""
             lines.append(
                 f"  {scale:<8} {c.jobs:>4} jobs {_steps(c.timesteps):>7} steps "
-                f"{c.core_s / 3600:>9.2f} core-h  ~{_human(c.wall_s)} on {cores} cores{extra}"
+                f"{c.core_s / 3600:>9.2f} core-h  ~{human_seconds(c.wall_s)} on {cores} cores{extra}"
             )
     lines.append(
         "Estimates from measured step rates (esbench.recipes.STEP_RATES): MuJoCo raw rates measured "

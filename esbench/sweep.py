@@ -15,7 +15,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from esbench.config.compose import CONF_DIR, compose_run_config, explain_hydra_error
+from esbench.config.compose import CONF_DIR, compose_run_config, exact_integers, explain_hydra_error
 from esbench.config.errors import ConfigError
 from esbench.config.schema import register_configs
 
@@ -86,6 +86,7 @@ def validate_sweep(overrides: list[str]) -> list[list[str]] | None:
     of the sweep, and every group option it names), each job again when it is launched, and
     ``None`` is returned.
     """
+    overrides = exact_integers(overrides)
     if configured_sweeper(overrides) != BASIC_SWEEPER:
         compose_run_config(first_job(overrides))
         return None
@@ -140,6 +141,7 @@ def sweep_job(cfg: DictConfig) -> str | float:
 
 def run_sweep(overrides: list[str]) -> int:
     """Validate all jobs, then hand the sweep to Hydra (and its configured launcher)."""
+    overrides = exact_integers(overrides)
     jobs = validate_sweep(overrides)
     if jobs is None:
         print("esbench: sweep by the configured sweeper, first job valid; each job is checked as it starts")
