@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
@@ -53,6 +54,7 @@ def first_job(overrides: list[str]) -> list[str]:
             job.append(o.input_line or "")
             continue
         value = o.value()
+        first: Any
         if isinstance(value, IntervalSweep):
             first = value.start
         elif isinstance(value, Glob):
