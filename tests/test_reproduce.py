@@ -90,11 +90,18 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
     [
         (
             ["tabel1", "scale=smoke"],
-            "unknown recipe 'tabel1'; allowed: curves, es_family, frameskip, retention, scaling, table1, "
-            "table2, all",
+            "unknown recipe 'tabel1' (did you mean table1 or table2?); allowed: curves, es_family, "
+            "frameskip, retention, scaling, table1, table2, all",
         ),
         (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper, decisive"),
-        (["table1"], "scale='' is unknown; allowed: smoke, mini, paper, decisive"),
+        (
+            ["table1", "scale=minii"],
+            "scale='minii' is unknown (did you mean mini?); allowed: smoke, mini, paper, decisive",
+        ),
+        (
+            ["table1"],
+            "give a scale (e.g. esbench reproduce table1 scale=smoke); allowed: smoke, mini, paper, decisive",
+        ),
     ],
 )
 def test_unknown_recipe_or_scale_exits_2_with_one_line(args: list[str], expected: str) -> None:

@@ -29,9 +29,10 @@ import pandas as pd
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.load import is_es
 from esbench.analysis.tables import fmt_num, write_table
+from esbench.utils.resources import reference_dir
 
 PROGRESS_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE_DIR = reference_dir()  # results/reference, shipped in the package
 MUJOCO_REFERENCE = REFERENCE_DIR / "salimans2017_mujoco_table3.csv"
 CLAIMS_FILE = REFERENCE_DIR / "salimans2017_claims.csv"
 
