@@ -117,6 +117,8 @@ class Results:
             :func:`load_run_table` and :func:`split_superseded`.
         curves: The curve table, one row per (complete run, evaluation point).
         env_info: ``env.json`` of each complete run, keyed by run_id.
+        configs: ``config.yaml`` of each run of ``runs`` as plain data (:func:`read_config`),
+            keyed by run_id: what made the run, shipped with a report.
         superseded: Runs set aside because a newer complete run of the same replicate exists.
         unreadable: Runs with a file that cannot be used, one row each: ``run_id`` (the
             directory name where the config is unreadable), ``path`` (the run directory),
@@ -129,6 +131,7 @@ class Results:
     runs: pd.DataFrame
     curves: pd.DataFrame
     env_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     superseded: pd.DataFrame = field(default_factory=pd.DataFrame)
     unreadable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(UNREADABLE_COLUMNS)))
 
@@ -438,8 +441,9 @@ def load_curves(run_table: pd.DataFrame, eval_only: bool = True) -> pd.DataFrame
 
 
 def load_results(results_dir: str | Path) -> Results:
-    """Load the run table, the curve table and each complete run's ``env.json``; runs superseded
-    by a newer complete run of the same replicate are set aside (:func:`split_superseded`).
+    """Load the run table, the curve table, each run's config and each complete run's ``env.json``;
+    runs superseded by a newer complete run of the same replicate are set aside
+    (:func:`split_superseded`).
 
     Runs with an unreadable file are warned about, never counted, and listed in
     :attr:`Results.unreadable` (:func:`scan_runs`).
@@ -461,6 +465,7 @@ def load_results(results_dir: str | Path) -> Results:
         runs=runs,
         curves=load_curves(runs),
         env_info=env_info,
+        configs={str(r["run_id"]): read_config(Path(r["path"]) / CONFIG_FILE) for _, r in runs.iterrows()},
         superseded=superseded,
         unreadable=unreadable,
     )

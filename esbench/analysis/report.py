@@ -13,6 +13,7 @@ The report contains no timestamps: the same results and seed give the same bytes
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,14 @@ from esbench.analysis.projection import (
     plot_projection,
     projection_markdown,
 )
+from esbench.analysis.report_data import (
+    CALIBRATION_DATA_FILE,
+    DATA_DIR,
+    Manifest,
+    figure_versions,
+    read_report_data,
+    write_report_data,
+)
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
 from esbench.analysis.retention_report import (
     RetentionData,
@@ -54,6 +63,7 @@ from esbench.analysis.table1 import (
 )
 from esbench.analysis.table2 import (
     count_wins,
+    eval_label,
     fmt_hns,
     load_atari_reference,
     median_hns,
@@ -73,6 +83,7 @@ from esbench.analysis.verdicts import (
     resample_medians,
 )
 from esbench.tracking.schema import CONFIG_FILE, ENV_FILE
+from esbench.tracking.store import code_revision
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
@@ -343,7 +354,9 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
 
 def _section_table2(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
-    table = table2(results.complete, load_atari_reference(), rng=rng, partial=partial)
+    complete = results.complete
+    labels = [eval_label(results.configs.get(str(i))) for i in complete["run_id"]]
+    table = table2(complete.assign(eval_label=labels), load_atari_reference(), rng=rng, partial=partial)
     sec.body.append(
         "## Table 2: Atari final scores\n\n"
         "*Question answered: at our budget, does ES end up with a higher score than the synchronous "
@@ -534,7 +547,7 @@ def _efficiency_interval(
 def _projection(results: Results, table: pd.DataFrame, root: Path) -> list[str]:
     """The scaling projection (:mod:`esbench.analysis.projection`), when this machine's costs have
     been measured (``esbench bench projection``); otherwise how to get it."""
-    cal = Calibration.load()
+    cal = Calibration.load(root / DATA_DIR / CALIBRATION_DATA_FILE)
     if cal is None:
         return [
             "Measured up to the workers actually run. The projection past this machine's cores needs "
@@ -808,7 +821,7 @@ def _retention_report(name: str, runs_dir: Path, out_dir: str | Path, seed: int)
     info = {
         str(r["run_id"]): _read_json(Path(r["path"]) / ENV_FILE) for _, r in runs[runs["complete"]].iterrows()
     }
-    results = Results(runs_dir, runs, pd.DataFrame(), info, superseded, unreadable)
+    results = Results(runs_dir, runs, pd.DataFrame(), info, superseded=superseded, unreadable=unreadable)
     text = [f"# Retention report: {name}\n"]
     text.append(
         "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "
@@ -846,10 +859,17 @@ def _unique(values: Any) -> list[str]:
     return sorted({str(v) for v in values if v is not None and str(v) != "nan"})
 
 
-def provenance(results: Results) -> str:
-    """Markdown: scale, hardware, Python, git commit and package versions of the runs."""
+def provenance(results: Results, manifest: Manifest | None = None) -> str:
+    """Markdown: scale, hardware, Python, git commit and package versions of the runs, and (from
+    the report's ``manifest``) the commit the report itself was made from."""
     info = list(results.env_info.values())
     lines = ["## Provenance\n"]
+    if manifest is not None:
+        state = {True: "with uncommitted changes", False: "clean tree", None: "tree state unknown"}
+        lines.append(
+            f"- Report made from: esbench commit {manifest.report_commit or 'unknown'} "
+            f"({state[manifest.report_dirty]}); its data: `data/` (`esbench report --check` recomputes it)"
+        )
     lines.append(f"- Scale: {', '.join(_unique(results.runs['scale'])) or 'unknown'}")
     lines.append(f"- Experiments: {', '.join(_unique(results.runs['experiment']))}")
     complete = int(results.runs["complete"].sum())
@@ -888,6 +908,12 @@ def provenance(results: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_revision() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the esbench checkout making a report now (None where not a git checkout)."""
+    revision = code_revision()
+    return revision["git_commit"], revision["git_dirty"]
+
+
 def build_report(
     target: str,
     results_dir: str | Path = "results/runs",
@@ -895,7 +921,11 @@ def build_report(
     allow_partial: bool = False,
     seed: int = 0,
 ) -> Path:
-    """Write the tables, figures and ``REPORT.md`` of one target.
+    """Write the data, tables, figures and ``REPORT.md`` of one target.
+
+    The runs are read once and written to ``out_dir/<name>/data/`` (:mod:`esbench.analysis.report_data`);
+    the report is then rendered from that directory alone (:func:`render_report`), so that
+    ``esbench report --check`` can recompute it later from the same bytes.
 
     Args:
         target: One of :data:`TARGETS`, or a path to any results directory.
@@ -918,13 +948,51 @@ def build_report(
     if kind == "retention":
         return _retention_report(name, runs_dir, out_dir, seed)
     results = load_results(runs_dir)
-    by, make_section = _SECTIONS[kind]
-    counts = check_seeds(results.runs, by, allow_partial=allow_partial)
-    partial = partial_keys(counts, by)
+    check_seeds(results.runs, _SECTIONS[kind][0], allow_partial=allow_partial)  # fail before writing
     if results.complete.empty:
         raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
     root = Path(out_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
+    for old in (root / "tables", root / "figures", root / DATA_DIR):  # a report is one build's output
+        if old.is_dir():
+            shutil.rmtree(old)
+    commit, dirty = report_revision()
+    manifest = Manifest(
+        name=name,
+        target=target,
+        kind=kind,
+        runs_dir=runs_dir.as_posix(),
+        seed=seed,
+        allow_partial=allow_partial,
+        scales=_unique(results.runs["scale"]),
+        report_commit=commit,
+        report_dirty=dirty,
+        run_commits=_unique(i.get("git_commit") for i in results.env_info.values()),
+        figure_versions=figure_versions(),
+    )
+    calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
+    write_report_data(results, root / DATA_DIR, manifest, calibration=calibration)
+    return render_report(root)
+
+
+def render_report(root: str | Path) -> Path:
+    """Write ``REPORT.md``, ``tables/`` and ``figures/`` of the report in ``root`` from ``root/data/``
+    alone: a pure function of that directory (same data, same bytes).
+
+    Returns:
+        Path of the written ``REPORT.md``.
+
+    Raises:
+        ReportDataError: ``root/data`` is not a report's data directory.
+        IncompleteResultsError: Missing runs or unequal seed counts the report did not allow.
+    """
+    root = Path(root)
+    results, manifest = read_report_data(root / DATA_DIR)
+    kind, seed = manifest.kind, manifest.seed
+    by, make_section = _SECTIONS[kind]
+    counts = check_seeds(results.runs, by, allow_partial=manifest.allow_partial)
+    partial = partial_keys(counts, by)
+    (root / "tables").mkdir(parents=True, exist_ok=True)
+    (root / "figures").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
 
     section = make_section(results, root, rng, partial)
@@ -940,13 +1008,14 @@ def build_report(
     body += _curve_figures(results, root, rng, series=series)
     body.append("## Summary per condition\n\n" + _summary_table(results, root, rng, by, partial))
 
-    text = [f"# Reproduction report: {name}\n"]
+    text = [f"# Reproduction report: {manifest.name}\n"]
     text.append(
         "Salimans et al. (2017), *Evolution Strategies as a Scalable Alternative to Reinforcement Learning* "
         "(arXiv:1703.03864), reproduced with esbench from the runs under "
-        f"`{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+        f"`{manifest.runs_dir}`. Bootstrap seed: {seed}.\n"
     )
-    text.append(provenance(results))
+    text += _revision_warnings(manifest)
+    text.append(provenance(results, manifest))
     if partial:
         flagged = "; ".join("/".join(map(str, k)) for k in sorted(partial, key=str))
         text.append(f"**Partial results** (marked `*`): {flagged}.\n")
@@ -958,5 +1027,24 @@ def build_report(
     else:
         text.append("No claim of the paper is tied to this target: learning curves and a summary only.\n")
     path = root / REPORT_FILE
-    path.write_text("\n".join([*text, *body]))
+    atomic_write_text(path, "\n".join([*text, *body]))
     return path
+
+
+def _revision_warnings(manifest: Manifest) -> list[str]:
+    """Loud lines at the top of REPORT.md when the report or its runs cannot be tied to one clean commit."""
+    out = []
+    if manifest.report_commit is None:
+        out.append("> **Warning: this report was not made from a git checkout**: no commit reproduces it.\n")
+    elif manifest.report_dirty:
+        out.append(
+            f"> **Warning: this report was made from a working tree with uncommitted changes** (on "
+            f"commit {manifest.report_commit}): no commit is known to reproduce it. Regenerate it "
+            "from a clean checkout.\n"
+        )
+    if len(manifest.run_commits) > 1:
+        out.append(
+            f"> **Warning: the runs came from {len(manifest.run_commits)} different commits** "
+            f"({', '.join(manifest.run_commits)}): their numbers may not be comparable.\n"
+        )
+    return out
