@@ -34,6 +34,9 @@ X_LABELS: dict[str, str] = {
     "generation": "Update step (generation / logging step)",
 }
 
+#: How a series column reads in a legend ("ES (OpenAI), frame-skip 4").
+SERIES_LABELS: dict[str, str] = {"frame_skip": "frame-skip", "workers": "workers", "cluster": "cluster"}
+
 STYLE: dict[str, Any] = {
     "font.size": 9,
     "axes.titlesize": 9,
@@ -203,7 +206,7 @@ def plot_learning_curves(
                 key = key if isinstance(key, tuple) else (key,)
                 algo, rest = str(key[0]), tuple(key[1:])
                 label = algo_label(algo) + "".join(
-                    f", {c}={v}" for c, v in zip(series[1:], rest, strict=True)
+                    f", {SERIES_LABELS.get(c, c)} {v}" for c, v in zip(series[1:], rest, strict=True)
                 )
                 seeds.setdefault(label, set()).add(int(curve["n_seeds"].iloc[0]))
                 k = extras.index(rest) if rest in extras else 0
@@ -244,7 +247,7 @@ def plot_learning_curves(
                     n = min(counts), max(counts)
                     line.set_label(f"{line.get_label()} ({n[0]} seeds)" if n[0] == n[1] else
                                    f"{line.get_label()} ({n[0]}-{n[1]} seeds)")  # fmt: skip
-        figure_legend(fig, axes)
+        figure_legend(fig, axes, ncols=2 if n_panels == 1 else 3)
         if title:
             fig.suptitle(title)
     return savefig(fig, stem)
@@ -277,20 +280,22 @@ def plot_frameskip(scores: pd.DataFrame, spread: pd.DataFrame, stem: str | Path)
                     capsize=3,
                     label=algo_label(str(algo)),
                 )
-            ax.set_title(str(env["env_name"].iloc[0]))
-            ax.set_xlabel("Frame-skip (emulator frames per action)")
+            ax.set_title(env_title(env_id))
+            ax.set_xlabel("Frame-skip (frames per action)")
             ax.set_ylabel("Final evaluation return")
             ax.set_xticks(sorted(env["frame_skip"].unique()))
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax, x=False)
             sp = spread[spread["env_id"] == env_id].sort_values("algo")
             ax_spread.bar(
                 [algo_label(str(a)) for a in sp["algo"]],
                 sp["range"].to_numpy(float),
                 color=[algo_color(str(a)) for a in sp["algo"]],
             )
-            ax_spread.set_title(f"{env['env_name'].iloc[0]}: spread across frame-skips")
-            ax_spread.set_ylabel("Range of mean final return (max - min)")
-            ax_spread.set_xlabel("Algorithm")
+            ax_spread.set_title(f"{env_title(env_id)}: spread over frame-skips")
+            ax_spread.set_ylabel("Max - min of mean final return")
+            ax_spread.tick_params(axis="x", labelrotation=15)
+            compact_ticks(ax_spread, x=False)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -330,10 +335,12 @@ def plot_scaling(table: pd.DataFrame, stem: str | Path) -> list[Path]:
                 label="throughput (timesteps/s)",
             )
             ax.set_xticks(w)
-            ax.set_title(f"{algo_label(algo)} on {g['env_name'].iloc[0]} ({cluster})")
+            where = f" ({cluster})" if table["cluster"].nunique() > 1 else ""
+            ax.set_title(f"{algo_label(algo)}, {env_title(env_id)}{where}")
             ax.set_xlabel("Workers (processes)")
             ax.set_ylabel(f"Speedup over {int(w[0])} worker(s) (x)")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax, x=False)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -510,9 +517,10 @@ def plot_retention_curves(
             ax.axhline(0.0, color="#777777", linewidth=0.5)
             ax.axhline(1.0, color="#777777", linewidth=0.5, linestyle="--")
             ax.set_title(f"{seq}: {name} (stage {i})")
-            ax.set_xlabel("Environment timesteps over the sequence")
+            ax.set_xlabel("Timesteps over the sequence")
             ax.set_ylabel(f"Normalized score on {name}")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -566,13 +574,12 @@ def plot_retention_drift(
                 ax.set_title(
                     f"{seq}: {'relative L2 drift' if col == 'rel' else f'update sparsity (tau={tau:g})'}"
                 )
-                ax.set_xlabel("Environment timesteps (stage boundaries)")
+                ax.set_xlabel("Timesteps (stage boundaries)")
                 ax.set_ylabel(
-                    "||θ(t) - θ_0|| / ||θ_0||"
-                    if col == "rel"
-                    else f"Fraction of parameters with |Δ| <= {tau:g}"
+                    "||θ(t) - θ_0|| / ||θ_0||" if col == "rel" else f"Share of parameters with |Δ| <= {tau:g}"
                 )
-                ax.legend(loc="best", frameon=False)
+                compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -624,10 +631,10 @@ def plot_retention_drift_curves(
                     if int(k) < len(ends) - 1:
                         ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)
                 ax.set_title(f"{seq}: {title}")
-                ax.set_xlabel("Environment timesteps over the sequence")
+                ax.set_xlabel("Timesteps over the sequence")
                 ax.set_ylabel(ylabel)
-                if ax.get_legend_handles_labels()[0]:
-                    ax.legend(loc="best", frameon=False)
+                compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -677,5 +684,6 @@ def plot_gain_retention(per_run: pd.DataFrame, stem: str | Path) -> list[Path]:
             ax.set_title(f"{algo_label(str(algo))} ({'RL' if family_of(str(algo)) == 'rl' else 'ES'})")
             ax.set_xlabel("New-stage gain (normalized score)")
             ax.set_ylabel("Old-stage change (< 0: forgetting)")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
