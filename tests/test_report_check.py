@@ -57,7 +57,12 @@ def report(made: Path, tmp_path: Path) -> Path:
 
 def test_report_ships_its_data_and_reads_back_the_same_runs(made: Path) -> None:
     manifest = read_manifest(made / "data")
-    assert (manifest.name, manifest.kind, manifest.seed, manifest.scales) == ("table1", "table1", 1, ["smoke"])
+    assert (manifest.name, manifest.kind, manifest.seed, manifest.scales) == (
+        "table1",
+        "table1",
+        1,
+        ["smoke"],
+    )
     assert manifest.report_commit == "f" * 40 and manifest.report_dirty is False
     assert set(manifest.sha256) >= {"runs.parquet", "curves.parquet", "configs.json", "env.json"}
     shipped = open_results(made / "data")
@@ -141,7 +146,10 @@ def test_a_report_from_a_dirty_tree_or_several_commits_says_so(tmp_path: Path, m
     path = build_report("table1", _store(tmp_path / "runs", env_info=other), tmp_path / "paper")
     text = path.read_text()
     assert "**Warning: this report was made from a working tree with uncommitted changes**" in text
-    assert f"commit {'a' * 40}" in text and f"Report made from: esbench commit {'a' * 40} (with uncommitted" in text
+    assert (
+        f"commit {'a' * 40}" in text
+        and f"Report made from: esbench commit {'a' * 40} (with uncommitted" in text
+    )
     assert "**Warning: the runs came from 2 different commits**" in text
     assert read_manifest(path.parent / "data").report_dirty is True
     assert check_report(path.parent).ok  # the warning is part of the data, not of the checker's tree

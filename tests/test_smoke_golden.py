@@ -41,7 +41,9 @@ def job_overrides(algo: str, extra: tuple[str, ...]) -> list[str]:
 
 def run_sample(algo: str, extra: tuple[str, ...], results: Path) -> pd.DataFrame:
     """Run one sampled job into ``results``; its metrics without the timing columns."""
-    esbench("run", *job_overrides(algo, extra), "tracker.console=false", f"results_dir={results}", timeout=600)
+    esbench(
+        "run", *job_overrides(algo, extra), "tracker.console=false", f"results_dir={results}", timeout=600
+    )
     metrics, _ = read_run(only_run_dir(results))
     return metrics.drop(columns=[c for c in TIMING_COLUMNS if c in metrics.columns])
 
@@ -61,7 +63,9 @@ def compare(golden: pd.DataFrame, fresh: pd.DataFrame) -> None:
 
 
 @pytest.mark.parametrize(("stem", "algo", "extra"), SAMPLE, ids=[s[0] for s in SAMPLE])
-def test_smoke_sample_matches_golden_data(stem: str, algo: str, extra: tuple[str, ...], tmp_path: Path) -> None:
+def test_smoke_sample_matches_golden_data(
+    stem: str, algo: str, extra: tuple[str, ...], tmp_path: Path
+) -> None:
     golden = pd.read_csv(GOLDEN / f"{stem}.csv")
     fresh = run_sample(algo, extra, tmp_path / "runs")
     assert fresh["eval_return_mean"].notna().sum() >= 2  # evaluated at least at 0 and once more
