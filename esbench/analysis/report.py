@@ -6,9 +6,12 @@
     REPORT.md           scale, hardware, versions, git commit, the paper's claims checked
     tables/*.md|tex|csv
     figures/*.png|pdf
+    data/               what it is computed from (:mod:`esbench.analysis.report_data`)
 
 A target that is a path to any results directory gets learning curves and a summary table.
-The report contains no timestamps: the same results and seed give the same bytes.
+The runs are read once and written to ``data/``; everything else is rendered from ``data/`` alone
+(:func:`render_report`), so ``esbench report --check`` (:mod:`esbench.analysis.report_check`) can
+recompute it. The report contains no timestamps: the same data and seed give the same bytes.
 """
 
 from __future__ import annotations
