@@ -164,6 +164,21 @@ def test_a_report_without_data_is_named(tmp_path: Path, capsys: pytest.CaptureFi
     assert "has no data/ directory" in capsys.readouterr().err
 
 
+def test_a_retention_report_ships_its_runs_files_and_checks(tmp_path: Path) -> None:
+    """The retention analysis reads each run's metrics and snapshots: they ship in data/runs/."""
+    from tests.test_analysis_retention_report import _store as retention_store
+
+    path = build_report("retention", retention_store(tmp_path / "runs"), tmp_path / "paper")
+    data = path.parent / "data"
+    assert read_manifest(data).run_files and sorted(p.name for p in (data / "runs").iterdir())
+    assert all((d / "metrics.csv").is_file() for d in (data / "runs").iterdir())
+    assert check_report(path.parent).ok
+    shutil.rmtree(tmp_path / "runs")  # the report no longer needs the results store
+    (path.parent / "wandb_summary.json").write_text("{}\n")
+    result = check_report(path.parent)
+    assert not result.ok and "wandb_summary.json line 1" in result.message
+
+
 COMMITTED = find_reports(REPO / "paper")
 
 

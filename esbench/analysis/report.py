@@ -30,7 +30,7 @@ from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import difference_ci, family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
-from esbench.analysis.load import Results, _read_json, is_es, load_results, stopped_runs
+from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
 from esbench.analysis.projection import (
     CALIBRATION_FILE,
     Calibration,
@@ -85,7 +85,7 @@ from esbench.analysis.verdicts import (
     resample_means,
     resample_medians,
 )
-from esbench.tracking.schema import CONFIG_FILE, ENV_FILE
+from esbench.tracking.schema import CONFIG_FILE, ENV_FILE, METRICS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
 from esbench.tracking.store import code_revision
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
@@ -845,29 +845,41 @@ def _section_retention(
     return sec
 
 
-def _retention_report(name: str, runs_dir: Path, out_dir: str | Path, seed: int) -> Path:
-    """The ``retention`` report: sequence runs and their single-stage references, read by
-    :mod:`esbench.analysis.retention_report`. Missing seeds are reported, never fatal."""
+#: The files of a sequence run the retention analysis reads, shipped in the report's data/.
+RETENTION_RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE, SNAPSHOTS_FILE)
+
+
+def _retention_results(runs_dir: Path) -> Results:
+    """The sequence runs and their single-stage references under ``runs_dir``, read by
+    :mod:`esbench.analysis.retention_report` (no curve table: the analysis reads each run's files)."""
     runs, superseded, unreadable = scan_sequence_runs(runs_dir)
     if runs.empty or not runs["complete"].any():
         raise FileNotFoundError(
             f"no complete sequence runs (with summary.json and sequence stages) under {runs_dir}"
         )
-    root = Path(out_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    data = analyse_retention(runs)
-    section = _section_retention(data, runs, root, rng)
     info = {
         str(r["run_id"]): _read_json(Path(r["path"]) / ENV_FILE) for _, r in runs[runs["complete"]].iterrows()
     }
-    results = Results(runs_dir, runs, pd.DataFrame(), info, superseded=superseded, unreadable=unreadable)
-    text = [f"# Retention report: {name}\n"]
+    configs = {str(r["run_id"]): read_config(Path(r["path"]) / CONFIG_FILE) for _, r in runs.iterrows()}
+    return Results(
+        runs_dir, runs, pd.DataFrame(), info, configs=configs, superseded=superseded, unreadable=unreadable
+    )
+
+
+def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
+    """The ``retention`` report from its data: sequence runs and their single-stage references.
+    Missing seeds are reported, never fatal."""
+    runs = results.runs
+    rng = np.random.default_rng(manifest.seed)
+    data = analyse_retention(runs)
+    section = _section_retention(data, runs, root, rng)
+    text = [f"# Retention report: {manifest.name}\n"]
     text.append(
         "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "
-        f"the runs under `{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+        f"the runs under `{manifest.runs_dir}`. Bootstrap seed: {manifest.seed}.\n"
     )
-    text.append(provenance(results))
+    text += _revision_warnings(manifest)
+    text.append(provenance(results, manifest))
     partial = data.seeds[(data.seeds["missing"] != "") | (data.seeds["references_missing"] != "")]
     if len(partial):
         flagged = "; ".join(f"{r.algo}/{r.sequence}" for r in partial.itertuples())
@@ -986,15 +998,18 @@ def build_report(
     """
     name, runs_dir, kind = resolve_target(target, results_dir)
     if kind == "retention":
-        return _retention_report(name, runs_dir, out_dir, seed)
-    results = load_results(runs_dir)
-    check_seeds(results.runs, _SECTIONS[kind][0], allow_partial=allow_partial)  # fail before writing
-    if results.complete.empty:
-        raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
+        results = _retention_results(runs_dir)
+    else:
+        results = load_results(runs_dir)
+        check_seeds(results.runs, _SECTIONS[kind][0], allow_partial=allow_partial)  # fail before writing
+        if results.complete.empty:
+            raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
     root = Path(out_dir) / name
-    for old in (root / "tables", root / "figures", root / DATA_DIR):  # a report is one build's output
-        if old.is_dir():
+    for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
+        if old.is_dir():  # a report is one build's output: nothing of an older one lingers
             shutil.rmtree(old)
+        elif old.is_file():
+            old.unlink()
     commit, dirty = report_revision()
     manifest = Manifest(
         name=name,
@@ -1010,7 +1025,8 @@ def build_report(
         figure_versions=figure_versions(),
     )
     calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
-    write_report_data(results, root / DATA_DIR, manifest, calibration=calibration)
+    run_files = RETENTION_RUN_FILES if kind == "retention" else ()
+    write_report_data(results, root / DATA_DIR, manifest, calibration=calibration, run_files=run_files)
     return render_report(root)
 
 
@@ -1028,6 +1044,8 @@ def render_report(root: str | Path) -> Path:
     root = Path(root)
     results, manifest = read_report_data(root / DATA_DIR)
     kind, seed = manifest.kind, manifest.seed
+    if kind == "retention":
+        return _render_retention(root, results, manifest)
     by, make_section = _SECTIONS[kind]
     counts = check_seeds(results.runs, by, allow_partial=manifest.allow_partial)
     partial = partial_keys(counts, by)

@@ -14,6 +14,8 @@ prove the committed tables still follow from it. Layout::
       configs.json      each run's resolved config.yaml, by run id
       env.json          each complete run's env.json (versions, host, cores, git commit), by run id
       calibration.json  the scaling projection's measured costs (scaling reports, when measured)
+      runs/<run_id>/    retention reports only: each run's files the analysis reads (metrics.csv with
+                        every stage's rows, snapshots.npz with the stage-boundary parameters, ...)
 
 Tables are Parquet (pyarrow): typed, compact, and read back to the same frames. Text columns lose
 the difference between NaN and None on the way (both are "no value"), which is why the report is
@@ -26,7 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +70,9 @@ class Manifest:
         figure_versions: matplotlib and FreeType versions that drew the figures: PNG/PDF bytes
             are compared by ``--check`` only where they are the same.
         calibration: Whether ``calibration.json`` is part of the data.
-        sha256: sha256 of each data file but this one, by file name.
+        run_files: The files of each run copied to ``runs/<run_id>/`` (retention reports, whose
+            analysis reads them; empty otherwise). The run table's ``path`` then names the copy.
+        sha256: sha256 of each data file but this one, by path relative to ``data/``.
         format: :data:`FORMAT`.
     """
 
@@ -83,6 +88,7 @@ class Manifest:
     run_commits: list[str]
     figure_versions: dict[str, str]
     calibration: bool = False
+    run_files: list[str] = field(default_factory=list)
     sha256: dict[str, str] = field(default_factory=dict)
     format: int = FORMAT
 
@@ -103,8 +109,30 @@ def _json_text(data: Any) -> str:
     return json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n"
 
 
+def _copy_runs(results: Results, out: Path, run_files: Sequence[str]) -> Results:
+    """Copy ``run_files`` of each run to ``out/runs/<run_id>/``; the results with ``path`` (in the
+    run table and the unreadable table) naming the copy, relative to ``out``."""
+    moved: dict[str, str] = {}
+    for run_id, path in zip(results.runs["run_id"], results.runs["path"], strict=True):
+        rel = f"runs/{run_id}"
+        if rel in moved.values():
+            raise ReportDataError(f"two runs with run id {run_id!r}: cannot ship both")
+        (out / rel).mkdir(parents=True)
+        for name in run_files:
+            if (Path(path) / name).is_file():
+                shutil.copyfile(Path(path) / name, out / rel / name)
+        moved[str(path)] = rel
+    runs = results.runs.assign(path=[moved[str(p)] for p in results.runs["path"]])
+    unreadable = results.unreadable.assign(path=[moved.get(str(p), p) for p in results.unreadable["path"]])
+    return replace(results, runs=runs, unreadable=unreadable)
+
+
 def write_report_data(
-    results: Results, data_dir: str | Path, manifest: Manifest, calibration: Path | None = None
+    results: Results,
+    data_dir: str | Path,
+    manifest: Manifest,
+    calibration: Path | None = None,
+    run_files: Sequence[str] = (),
 ) -> Manifest:
     """Write ``results`` (and ``manifest``, with the files' sha256 filled in) to ``data_dir``.
 
@@ -113,8 +141,9 @@ def write_report_data(
     Args:
         results: What :func:`esbench.analysis.load.load_results` read.
         data_dir: The report's ``data/``.
-        manifest: The report's facts (``sha256`` is filled in here).
+        manifest: The report's facts (``sha256``, ``calibration`` and ``run_files`` are filled in).
         calibration: A ``esbench bench projection`` JSON to ship (scaling reports), or None.
+        run_files: Files of each run to ship as they are (retention reports), or none.
 
     Returns:
         The manifest as written.
@@ -123,6 +152,8 @@ def write_report_data(
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    if run_files:
+        results = _copy_runs(results, out, run_files)
     frames = {
         "runs": results.runs,
         "curves": results.curves,
@@ -130,13 +161,20 @@ def write_report_data(
         "unreadable": results.unreadable,
     }
     for name, frame in frames.items():
-        frame.reset_index(drop=True).to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
+        frame = frame.reset_index(drop=True)
+        if "stages" in frame.columns:  # tuples of stage names (sequence runs): JSON text in Parquet
+            frame = frame.assign(stages=[json.dumps(list(s)) for s in frame["stages"]])
+        frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
     atomic_write_text(out / "configs.json", _json_text(results.configs))
     atomic_write_text(out / "env.json", _json_text(results.env_info))
     if calibration is not None:
         shutil.copyfile(calibration, out / CALIBRATION_DATA_FILE)
-    sums = {p.name: _sha256(p) for p in sorted(out.iterdir()) if p.name != MANIFEST_FILE}
-    written = Manifest(**{**asdict(manifest), "sha256": sums, "calibration": calibration is not None})
+    sums = {
+        p.relative_to(out).as_posix(): _sha256(p)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != MANIFEST_FILE
+    }
+    written = replace(manifest, sha256=sums, calibration=calibration is not None, run_files=list(run_files))
     atomic_write_text(out / MANIFEST_FILE, _json_text(asdict(written)))
     return written
 
@@ -172,6 +210,11 @@ def read_report_data(data_dir: str | Path) -> tuple[Results, Manifest]:
     if missing:
         raise ReportDataError(f"{root}: missing {', '.join(missing)}")
     frames = {name: pd.read_parquet(root / f"{name}.parquet") for name in _FRAMES}
+    for name, frame in frames.items():
+        if "stages" in frame.columns:
+            frame["stages"] = [tuple(json.loads(s)) for s in frame["stages"]]
+        if manifest.run_files and name in ("runs", "unreadable"):  # shipped runs: read the copies
+            frame["path"] = [str(root / p) if str(p).startswith("runs/") else p for p in frame["path"]]
     configs = json.loads((root / "configs.json").read_text())
     env_info = json.loads((root / "env.json").read_text())
     results = Results(
