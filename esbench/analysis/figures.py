@@ -401,7 +401,7 @@ def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> 
                 y = y0 + ((len(fracs) - 1) / 2 - j) * step
                 color = OKABE_ITO[j % len(OKABE_ITO)]
                 ratio, low, high = float(r.ratio), float(r.ratio_low), float(r.ratio_high)
-                if np.isposinf(ratio):
+                if np.isposinf(ratio) or bool(getattr(r, "censored", False)):
                     bound = _ratio_bound(r)
                     if np.isfinite(bound):
                         ax.plot(max(bound, floor), y, marker=">", color=color, linestyle="none")  # fmt: skip
