@@ -117,23 +117,23 @@ class Results:
             :func:`load_run_table` and :func:`split_superseded`.
         curves: The curve table, one row per (complete run, evaluation point).
         env_info: ``env.json`` of each complete run, keyed by run_id.
-        configs: ``config.yaml`` of each run of ``runs`` as plain data (:func:`read_config`),
-            keyed by run_id: what made the run, shipped with a report.
         superseded: Runs set aside because a newer complete run of the same replicate exists.
         unreadable: Runs with a file that cannot be used, one row each: ``run_id`` (the
             directory name where the config is unreadable), ``path`` (the run directory),
             ``file`` and ``reason``. One with an unreadable summary.json or metrics.csv is also in
             ``runs``, as not complete (it contributes no numbers); one with an unreadable
             config.yaml cannot be placed, and is only here.
+        configs: ``config.yaml`` of each run of ``runs`` as plain data (:func:`read_config`),
+            keyed by run_id: what made the run, shipped with a report.
     """
 
     root: Path
     runs: pd.DataFrame
     curves: pd.DataFrame
     env_info: dict[str, dict[str, Any]] = field(default_factory=dict)
-    configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     superseded: pd.DataFrame = field(default_factory=pd.DataFrame)
     unreadable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(UNREADABLE_COLUMNS)))
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def complete(self) -> pd.DataFrame:
