@@ -75,6 +75,16 @@ def test_report_ships_its_data_and_reads_back_the_same_runs(made: Path) -> None:
     assert f"Report made from: esbench commit {'f' * 40} (clean tree)" in text and "Warning" not in text
 
 
+def test_a_report_renders_again_from_its_data_alone(made: Path, tmp_path: Path) -> None:
+    again = build_report("table1", made / "data", tmp_path / "again").parent
+    files = sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    for rel in files:
+        assert (made / rel).read_bytes() == (again / rel).read_bytes(), rel
+    with pytest.raises(report_module.UnknownTargetError, match="holds the data of report 'table1'"):
+        build_report("table2", made / "data", tmp_path / "again")
+
+
 def test_check_passes_on_a_fresh_report(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--check", str(report)]) == 0
     out = capsys.readouterr().out.strip()

@@ -43,6 +43,8 @@ from esbench.analysis.report_data import (
     DATA_DIR,
     Manifest,
     figure_versions,
+    is_report_data,
+    read_manifest,
     read_report_data,
     write_report_data,
 )
@@ -981,7 +983,8 @@ def build_report(
 
     Args:
         target: One of :data:`TARGETS`, or a path to any results directory.
-        results_dir: Root of the results store (named targets read ``results_dir/target``).
+        results_dir: Root of the results store (named targets read ``results_dir/target``), or a
+            report's ``data/`` directory (the report is rendered again from it).
         out_dir: Reports go to ``out_dir/<target name>/``.
         allow_partial: Report missing runs / unequal seed counts (marked ``*``) instead of failing.
             The ``retention`` target always reports them (which seeds, which runs) and never fails
@@ -996,6 +999,8 @@ def build_report(
         FileNotFoundError: No runs where the target's runs should be.
         IncompleteResultsError: Missing runs or unequal seed counts, and not allow_partial.
     """
+    if is_report_data(results_dir):
+        return _report_from_data(target, Path(results_dir), Path(out_dir))
     name, runs_dir, kind = resolve_target(target, results_dir)
     if kind == "retention":
         results = _retention_results(runs_dir)
@@ -1027,6 +1032,30 @@ def build_report(
     calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
     run_files = RETENTION_RUN_FILES if kind == "retention" else ()
     write_report_data(results, root / DATA_DIR, manifest, calibration=calibration, run_files=run_files)
+    return render_report(root)
+
+
+def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
+    """A report rendered from another report's ``data/`` (``results_dir=paper/table1/data``): the
+    data are copied to ``out_dir/<name>/data/`` (unless they are already there), then rendered.
+
+    Raises:
+        UnknownTargetError: ``target`` is neither the report's target nor its name.
+    """
+    manifest = read_manifest(data_dir)
+    if target not in (manifest.target, manifest.name):
+        raise UnknownTargetError(
+            f"{data_dir} holds the data of report {manifest.name!r} (target {manifest.target!r}), "
+            f"not of {target!r}"
+        )
+    root = out_dir / manifest.name
+    if (root / DATA_DIR).resolve() != data_dir.resolve():
+        for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.is_file():
+                old.unlink()
+        shutil.copytree(data_dir, root / DATA_DIR)
     return render_report(root)
 
 
