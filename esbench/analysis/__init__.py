@@ -12,7 +12,9 @@ directory into tidy tables; everything else draws from those.
 - :mod:`~esbench.analysis.table1`, :mod:`~esbench.analysis.table2`, :mod:`~esbench.analysis.frameskip`,
   :mod:`~esbench.analysis.scaling`: one paper result each.
 - :mod:`~esbench.analysis.tables`, :mod:`~esbench.analysis.figures`: Markdown/LaTeX/CSV and PNG/PDF.
-- :mod:`~esbench.analysis.report`: ``build_report`` writes ``REPORT.md`` with tables and figures.
+- :mod:`~esbench.analysis.report`: ``build_report`` writes ``REPORT.md`` with tables and figures,
+  rendered from the report's ``data/`` (:mod:`~esbench.analysis.report_data`);
+  :mod:`~esbench.analysis.report_check`: ``esbench report --check`` recomputes and compares.
 - :mod:`~esbench.analysis.cli`: ``esbench report TARGET ...``; :mod:`~esbench.analysis.wandb_report`:
   the same report in W&B (online mode only).
 """

@@ -6,13 +6,17 @@
     REPORT.md           scale, hardware, versions, git commit, the paper's claims checked
     tables/*.md|tex|csv
     figures/*.png|pdf
+    data/               what it is computed from (:mod:`esbench.analysis.report_data`)
 
 A target that is a path to any results directory gets learning curves and a summary table.
-The report contains no timestamps: the same results and seed give the same bytes.
+The runs are read once and written to ``data/``; everything else is rendered from ``data/`` alone
+(:func:`render_report`), so ``esbench report --check`` (:mod:`esbench.analysis.report_check`) can
+recompute it. The report contains no timestamps: the same data and seed give the same bytes.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +31,23 @@ from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import difference_ci, family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
-from esbench.analysis.load import Results, _read_json, is_es, load_results, stopped_runs
+from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
 from esbench.analysis.projection import (
     CALIBRATION_FILE,
     Calibration,
     local_table,
     plot_projection,
     projection_markdown,
+)
+from esbench.analysis.report_data import (
+    CALIBRATION_DATA_FILE,
+    DATA_DIR,
+    Manifest,
+    figure_versions,
+    is_report_data,
+    read_manifest,
+    read_report_data,
+    write_report_data,
 )
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
 from esbench.analysis.retention_report import (
@@ -57,6 +71,7 @@ from esbench.analysis.table1 import (
 )
 from esbench.analysis.table2 import (
     count_wins,
+    eval_label,
     fmt_hns,
     load_atari_reference,
     median_hns,
@@ -75,7 +90,8 @@ from esbench.analysis.verdicts import (
     resample_means,
     resample_medians,
 )
-from esbench.tracking.schema import CONFIG_FILE, ENV_FILE
+from esbench.tracking.schema import CONFIG_FILE, ENV_FILE, METRICS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
+from esbench.tracking.store import code_revision
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
@@ -178,6 +194,18 @@ def _curve_figures(
                 stopped=stopped_runs(results),
             )
             caption = f"Evaluation return against {what}: mean over seeds, 95% Student-t band"
+            if x == "wall_clock_s":
+                caption += (
+                    "; thin lines: each seed, to its own end (the mean stops where the first seed of "
+                    "its condition stops)"
+                )
+            if results.curves["env_id"].nunique() > 1 and series == ("algo",):
+                caption += (
+                    ". Last panel: interquartile mean (IQM) over tasks of the normalized return, "
+                    "(R - R_min) / (R_max - R_min) with R_min and R_max the lowest and highest "
+                    "evaluation return any algorithm reached on the task, against the fraction of "
+                    "each algorithm's own budget on the task; stratified bootstrap band"
+                )
             if stopped_runs(results):
                 caption += (
                     "; a run that stopped at its target score (budget.stop_at_return) is held at that "
@@ -297,6 +325,24 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             "ratio divides by the paper's TRPO timesteps, so no 2017 TRPO has to be re-run.\n\n"
             + _table_md(write_table1_paper(paper, root / "tables"), root)
         )
+        paths = figures.plot_ratio_intervals(
+            paper,
+            root / "figures" / "table1_headline",
+            "Our ES's timesteps / the paper's TRPO timesteps to the same score (log)",
+        )
+        sec.body.append(
+            _figure_md(
+                paths,
+                root,
+                "The decisive result: per task, our ES's timesteps to the paper's TRPO score at p of "
+                "TRPO's learning progress (target(p) = init + p (final - init) of the paper's TRPO curve, "
+                "supplementary Table 3), divided by the timesteps the paper's TRPO needed; dots and bars: "
+                "our ratio and its 95% interval (inverted Student-t band of the ES mean curve); "
+                "black crosses: the paper's own ES/TRPO ratio; triangles: never reached within the budget (drawn at the lower bound "
+                "last timestep / TRPO timesteps); dotted line 1x, dashed line 10x (the paper's bound on "
+                "the hard tasks)",
+            )
+        )
     if table.empty:
         sec.body.append(
             "No environment has both ES and TRPO runs: the comparison with our TRPO is not computed.\n"
@@ -311,7 +357,14 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
         )
         paths = figures.plot_data_efficiency(table, root / "figures" / "data_efficiency")
         sec.body.append(
-            _figure_md(paths, root, "ES/TRPO timestep ratio per environment (log scale); crosses: paper")
+            _figure_md(
+                paths,
+                root,
+                "ES timesteps / our TRPO's timesteps to reach p of our TRPO's learning progress "
+                "(target(p) = init + p (final - init) of our TRPO's mean curve), per task, with 95% "
+                "intervals over both sides' seeds; black crosses: the paper's ratios (its ES over its TRPO); "
+                "triangles: never reached (lower bound); dotted line 1x, dashed line 10x",
+            )
         )
     sec.body += _section_time_to_score(results, root, rng).body
     return sec
@@ -319,7 +372,9 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
 
 def _section_table2(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
-    table = table2(results.complete, load_atari_reference(), rng=rng, partial=partial)
+    complete = results.complete
+    labels = [eval_label(results.configs.get(str(i))) for i in complete["run_id"]]
+    table = table2(complete.assign(eval_label=labels), load_atari_reference(), rng=rng, partial=partial)
     sec.body.append(
         "## Table 2: Atari final scores\n\n"
         "*Question answered: at our budget, does ES end up with a higher score than the synchronous "
@@ -510,7 +565,7 @@ def _efficiency_interval(
 def _projection(results: Results, table: pd.DataFrame, root: Path) -> list[str]:
     """The scaling projection (:mod:`esbench.analysis.projection`), when this machine's costs have
     been measured (``esbench bench projection``); otherwise how to get it."""
-    cal = Calibration.load()
+    cal = Calibration.load(root / DATA_DIR / CALIBRATION_DATA_FILE)
     if cal is None:
         return [
             "Measured up to the workers actually run. The projection past this machine's cores needs "
@@ -770,29 +825,41 @@ def _section_retention(
     return sec
 
 
-def _retention_report(name: str, runs_dir: Path, out_dir: str | Path, seed: int) -> Path:
-    """The ``retention`` report: sequence runs and their single-stage references, read by
-    :mod:`esbench.analysis.retention_report`. Missing seeds are reported, never fatal."""
+#: The files of a sequence run the retention analysis reads, shipped in the report's data/.
+RETENTION_RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE, SNAPSHOTS_FILE)
+
+
+def _retention_results(runs_dir: Path) -> Results:
+    """The sequence runs and their single-stage references under ``runs_dir``, read by
+    :mod:`esbench.analysis.retention_report` (no curve table: the analysis reads each run's files)."""
     runs, superseded, unreadable = scan_sequence_runs(runs_dir)
     if runs.empty or not runs["complete"].any():
         raise FileNotFoundError(
             f"no complete sequence runs (with summary.json and sequence stages) under {runs_dir}"
         )
-    root = Path(out_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    data = analyse_retention(runs)
-    section = _section_retention(data, runs, root, rng)
     info = {
         str(r["run_id"]): _read_json(Path(r["path"]) / ENV_FILE) for _, r in runs[runs["complete"]].iterrows()
     }
-    results = Results(runs_dir, runs, pd.DataFrame(), info, superseded, unreadable)
-    text = [f"# Retention report: {name}\n"]
+    configs = {str(r["run_id"]): read_config(Path(r["path"]) / CONFIG_FILE) for _, r in runs.iterrows()}
+    return Results(
+        runs_dir, runs, pd.DataFrame(), info, configs=configs, superseded=superseded, unreadable=unreadable
+    )
+
+
+def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
+    """The ``retention`` report from its data: sequence runs and their single-stage references.
+    Missing seeds are reported, never fatal."""
+    runs = results.runs
+    rng = np.random.default_rng(manifest.seed)
+    data = analyse_retention(runs)
+    section = _section_retention(data, runs, root, rng)
+    text = [f"# Retention report: {manifest.name}\n"]
     text.append(
         "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "
-        f"the runs under `{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+        f"the runs under `{manifest.runs_dir}`. Bootstrap seed: {manifest.seed}.\n"
     )
-    text.append(provenance(results))
+    text += _revision_warnings(manifest)
+    text.append(provenance(results, manifest))
     partial = data.seeds[(data.seeds["missing"] != "") | (data.seeds["references_missing"] != "")]
     if len(partial):
         flagged = "; ".join(f"{r.algo}/{r.sequence}" for r in partial.itertuples())
@@ -824,10 +891,17 @@ def _unique(values: Any) -> list[str]:
     return sorted({str(v) for v in values if v is not None and str(v) != "nan"})
 
 
-def provenance(results: Results) -> str:
-    """Markdown: scale, hardware, Python, git commit and package versions of the runs."""
+def provenance(results: Results, manifest: Manifest | None = None) -> str:
+    """Markdown: scale, hardware, Python, git commit and package versions of the runs, and (from
+    the report's ``manifest``) the commit the report itself was made from."""
     info = list(results.env_info.values())
     lines = ["## Provenance\n"]
+    if manifest is not None:
+        state = {True: "with uncommitted changes", False: "clean tree", None: "tree state unknown"}
+        lines.append(
+            f"- Report made from: esbench commit {manifest.report_commit or 'unknown'} "
+            f"({state[manifest.report_dirty]}); its data: `data/` (`esbench report --check` recomputes it)"
+        )
     lines.append(f"- Scale: {', '.join(_unique(results.runs['scale'])) or 'unknown'}")
     lines.append(f"- Experiments: {', '.join(_unique(results.runs['experiment']))}")
     complete = int(results.runs["complete"].sum())
@@ -866,6 +940,12 @@ def provenance(results: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_revision() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the esbench checkout making a report now (None where not a git checkout)."""
+    revision = code_revision()
+    return revision["git_commit"], revision["git_dirty"]
+
+
 def build_report(
     target: str,
     results_dir: str | Path = "results/runs",
@@ -873,11 +953,16 @@ def build_report(
     allow_partial: bool = False,
     seed: int = 0,
 ) -> Path:
-    """Write the tables, figures and ``REPORT.md`` of one target.
+    """Write the data, tables, figures and ``REPORT.md`` of one target.
+
+    The runs are read once and written to ``out_dir/<name>/data/`` (:mod:`esbench.analysis.report_data`);
+    the report is then rendered from that directory alone (:func:`render_report`), so that
+    ``esbench report --check`` can recompute it later from the same bytes.
 
     Args:
         target: One of :data:`TARGETS`, or a path to any results directory.
-        results_dir: Root of the results store (named targets read ``results_dir/target``).
+        results_dir: Root of the results store (named targets read ``results_dir/target``), or a
+            report's ``data/`` directory (the report is rendered again from it).
         out_dir: Reports go to ``out_dir/<target name>/``.
         allow_partial: Report missing runs / unequal seed counts (marked ``*``) instead of failing.
             The ``retention`` target always reports them (which seeds, which runs) and never fails
@@ -892,17 +977,87 @@ def build_report(
         FileNotFoundError: No runs where the target's runs should be.
         IncompleteResultsError: Missing runs or unequal seed counts, and not allow_partial.
     """
+    if is_report_data(results_dir):
+        return _report_from_data(target, Path(results_dir), Path(out_dir))
     name, runs_dir, kind = resolve_target(target, results_dir)
     if kind == "retention":
-        return _retention_report(name, runs_dir, out_dir, seed)
-    results = load_results(runs_dir)
-    by, make_section = _SECTIONS[kind]
-    counts = check_seeds(results.runs, by, allow_partial=allow_partial)
-    partial = partial_keys(counts, by)
-    if results.complete.empty:
-        raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
+        results = _retention_results(runs_dir)
+    else:
+        results = load_results(runs_dir)
+        check_seeds(results.runs, _SECTIONS[kind][0], allow_partial=allow_partial)  # fail before writing
+        if results.complete.empty:
+            raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
     root = Path(out_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
+    for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
+        if old.is_dir():  # a report is one build's output: nothing of an older one lingers
+            shutil.rmtree(old)
+        elif old.is_file():
+            old.unlink()
+    commit, dirty = report_revision()
+    manifest = Manifest(
+        name=name,
+        target=target,
+        kind=kind,
+        runs_dir=runs_dir.as_posix(),
+        seed=seed,
+        allow_partial=allow_partial,
+        scales=_unique(results.runs["scale"]),
+        report_commit=commit,
+        report_dirty=dirty,
+        run_commits=_unique(i.get("git_commit") for i in results.env_info.values()),
+        figure_versions=figure_versions(),
+    )
+    calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
+    run_files = RETENTION_RUN_FILES if kind == "retention" else ()
+    write_report_data(results, root / DATA_DIR, manifest, calibration=calibration, run_files=run_files)
+    return render_report(root)
+
+
+def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
+    """A report rendered from another report's ``data/`` (``results_dir=paper/table1/data``): the
+    data are copied to ``out_dir/<name>/data/`` (unless they are already there), then rendered.
+
+    Raises:
+        UnknownTargetError: ``target`` is neither the report's target nor its name.
+    """
+    manifest = read_manifest(data_dir)
+    if target not in (manifest.target, manifest.name):
+        raise UnknownTargetError(
+            f"{data_dir} holds the data of report {manifest.name!r} (target {manifest.target!r}), "
+            f"not of {target!r}"
+        )
+    root = out_dir / manifest.name
+    if (root / DATA_DIR).resolve() != data_dir.resolve():
+        for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.is_file():
+                old.unlink()
+        shutil.copytree(data_dir, root / DATA_DIR)
+    return render_report(root)
+
+
+def render_report(root: str | Path) -> Path:
+    """Write ``REPORT.md``, ``tables/`` and ``figures/`` of the report in ``root`` from ``root/data/``
+    alone: a pure function of that directory (same data, same bytes).
+
+    Returns:
+        Path of the written ``REPORT.md``.
+
+    Raises:
+        ReportDataError: ``root/data`` is not a report's data directory.
+        IncompleteResultsError: Missing runs or unequal seed counts the report did not allow.
+    """
+    root = Path(root)
+    results, manifest = read_report_data(root / DATA_DIR)
+    kind, seed = manifest.kind, manifest.seed
+    if kind == "retention":
+        return _render_retention(root, results, manifest)
+    by, make_section = _SECTIONS[kind]
+    counts = check_seeds(results.runs, by, allow_partial=manifest.allow_partial)
+    partial = partial_keys(counts, by)
+    (root / "tables").mkdir(parents=True, exist_ok=True)
+    (root / "figures").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
 
     section = make_section(results, root, rng, partial)
@@ -918,13 +1073,14 @@ def build_report(
     body += _curve_figures(results, root, rng, series=series)
     body.append("## Summary per condition\n\n" + _summary_table(results, root, rng, by, partial))
 
-    text = [f"# Reproduction report: {name}\n"]
+    text = [f"# Reproduction report: {manifest.name}\n"]
     text.append(
         "Salimans et al. (2017), *Evolution Strategies as a Scalable Alternative to Reinforcement Learning* "
         "(arXiv:1703.03864), reproduced with esbench from the runs under "
-        f"`{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+        f"`{manifest.runs_dir}`. Bootstrap seed: {seed}.\n"
     )
-    text.append(provenance(results))
+    text += _revision_warnings(manifest)
+    text.append(provenance(results, manifest))
     if partial:
         flagged = "; ".join("/".join(map(str, k)) for k in sorted(partial, key=str))
         text.append(f"**Partial results** (marked `*`): {flagged}.\n")
@@ -941,5 +1097,24 @@ def build_report(
         "(`python -m esbench.analysis.coverage`).\n"
     )
     path = root / REPORT_FILE
-    path.write_text("\n".join([*text, *body]))
+    atomic_write_text(path, "\n".join([*text, *body]))
     return path
+
+
+def _revision_warnings(manifest: Manifest) -> list[str]:
+    """Loud lines at the top of REPORT.md when the report or its runs cannot be tied to one clean commit."""
+    out = []
+    if manifest.report_commit is None:
+        out.append("> **Warning: this report was not made from a git checkout**: no commit reproduces it.\n")
+    elif manifest.report_dirty:
+        out.append(
+            f"> **Warning: this report was made from a working tree with uncommitted changes** (on "
+            f"commit {manifest.report_commit}): no commit is known to reproduce it. Regenerate it "
+            "from a clean checkout.\n"
+        )
+    if len(manifest.run_commits) > 1:
+        out.append(
+            f"> **Warning: the runs came from {len(manifest.run_commits)} different commits** "
+            f"({', '.join(manifest.run_commits)}): their numbers may not be comparable.\n"
+        )
+    return out

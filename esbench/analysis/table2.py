@@ -120,27 +120,37 @@ def median_hns(table: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def eval_label(config: dict | None) -> str:
+    """How a run acted at evaluation (``sampled``, ``deterministic``, ...), from its config as
+    plain data (:func:`esbench.analysis.load.read_config`); "" where it does not say."""
+    if config is None or config_value(config, "algo.name") is None:
+        return ""
+    return eval_protocol(config).label
+
+
 def run_eval_labels(runs: pd.DataFrame) -> pd.Series:
-    """How each run acted at evaluation (``sampled``, ``deterministic``, ``epsilon-greedy (0.05)``),
-    read from its ``config.yaml``; "" where the run table has no ``path`` or the config is unreadable.
+    """How each run acted at evaluation (``sampled``, ``deterministic``, ``epsilon-greedy (0.05)``):
+    the run table's ``eval_label`` column where it has one (a report's runs, labelled from their
+    shipped configs with :func:`eval_label`), else read from each run's ``config.yaml``; "" where
+    the run table has neither or the config is unreadable.
 
     Args:
-        runs: The run table (one row per run, with ``path``).
+        runs: The run table (one row per run, with ``eval_label`` or ``path``).
 
     Returns:
         Strings indexed like ``runs``.
     """
+    if "eval_label" in runs.columns:
+        return runs["eval_label"].fillna("").astype(str).astype(object)
     labels = []
     for path in runs["path"] if "path" in runs.columns else [None] * len(runs):
-        label = ""
+        config = None
         if isinstance(path, str) and (Path(path) / CONFIG_FILE).is_file():
             try:
                 config = read_config(Path(path) / CONFIG_FILE)
             except Exception:  # the loader already reported an unreadable config
                 config = None
-            if config is not None and config_value(config, "algo.name") is not None:
-                label = eval_protocol(config).label
-        labels.append(label)
+        labels.append(eval_label(config))
     return pd.Series(labels, index=runs.index, dtype=object)
 
 
