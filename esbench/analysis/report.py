@@ -338,9 +338,9 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
                 "TRPO's learning progress (target(p) = init + p (final - init) of the paper's TRPO curve, "
                 "supplementary Table 3), divided by the timesteps the paper's TRPO needed; dots and bars: "
                 "our ratio and its 95% interval (inverted Student-t band of the ES mean curve); "
-                "black crosses: the paper's own ES/TRPO ratio; triangles: never reached within the budget (drawn at the lower bound "
-                "last timestep / TRPO timesteps); dotted line 1x, dashed line 10x (the paper's bound on "
-                "the hard tasks)",
+                "black crosses: the paper's own ES/TRPO ratio; triangles: never reached within the budget "
+                "(drawn at the lower bound last timestep / TRPO timesteps); dotted line 1x, "
+                "dashed line 10x (the paper's bound on the hard tasks)",
             )
         )
     if table.empty:
