@@ -518,6 +518,11 @@ def table1_paper(
 
 
 def _ratio_text(point: float, low: float, high: float, last_over: float) -> str:
+    """``point [low, high]``; a missing point (ES's mean curve never reached the target) reads
+    ``> last_over``, like an interval end ES did not reach."""
+    if np.isnan(point):
+        point = np.inf
+
     def one(v: float) -> str:
         return f"> {fmt_num(last_over, 2)}" if np.isposinf(v) else fmt_num(v, 2)
 
