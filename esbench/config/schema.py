@@ -121,6 +121,9 @@ class BudgetConfig:
     scale: str = _c("mini", choices=("smoke", "mini", "decisive", "paper", "custom"))
     timesteps: int = _c(1_000_000, ge=1)  # training environment steps (agent steps)
     generations: int | None = _c(None, ge=1)  # ES only: stop after this many generations too
+    # Timesteps of each stage of a task sequence (conf/sequence/*.yaml read it as their
+    # sequence.stage_timesteps); None: the preset gives no stage budget and a sequence run refuses.
+    stage_timesteps: int | None = _c(None, ge=1)
     # Stop at the first evaluation at or above this score (reports count the run as having reached
     # it, at that timestep, not as censored). stop_at_return_by_env gives one score per env id
     # (e.g. {Hopper-v5: 3403.46}, what a recipe fills from published targets); it wins when it

@@ -87,6 +87,12 @@ def stage_env_configs(cfg: DictConfig) -> list[DictConfig]:
 def check_sequence(cfg: DictConfig) -> None:
     """Stage names set and distinct, budgets and ranges valid, stage env keys known.
 
+    A sequence run's stage budget comes from ``sequence.stage_timesteps`` (the sequence files read
+    the budget preset's ``budget.stage_timesteps`` there); with neither set, a budget preset gives
+    no stage budget and the run refuses rather than silently train each stage's own ``timesteps``
+    (the published protocol's). ``sequence.stage_timesteps=null`` with a preset's stage budget
+    set keeps the stages' own ``timesteps``.
+
     One line per failure, before any work (issue #14: "an unknown stage ..., a stage budget of zero
     or less: one line, exit 2").
     """
@@ -109,6 +115,12 @@ def check_sequence(cfg: DictConfig) -> None:
                 "allowed: distinct stage names"
             )
         names[name] = k
+    if stages and seq.stage_timesteps is None and OmegaConf.select(cfg, "budget.stage_timesteps") is None:
+        scale = OmegaConf.select(cfg, "budget.scale", default="?")
+        raise ConfigError(
+            f"sequence.stage_timesteps is not set and budget={scale} gives no budget.stage_timesteps; "
+            "allowed: sequence.stage_timesteps=N (N >= 1 timesteps per stage)"
+        )
     only = seq.only_stage
     if only is not None and not 0 <= int(only) < max(len(stages), 1):
         raise ConfigError(
