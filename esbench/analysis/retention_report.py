@@ -365,8 +365,8 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 if short:
                     problems.append(
                         f"{where}: fewer than the {last_k} evaluation points averaged at a stage's end "
-                        f"(stage: points) {', '.join(short)}; its end values also average points of "
-                        "earlier stages (evaluate more often: eval.interval_timesteps)"
+                        f"(stage: points) {', '.join(short)}; its end values average the points it has "
+                        "(evaluate more often: eval.interval_timesteps)"
                     )
                 snaps, why = read_snapshots(run["path"], len(stages))
                 if snaps is None:
