@@ -34,7 +34,9 @@ def test_explicit_stage_timesteps_wins_over_the_preset() -> None:
 def test_every_sequence_trains_the_presets_stage_budget(name: str) -> None:
     plan = stage_plan(compose_run_config([f"sequence={name}", "budget=smoke"]))
     assert [s.timesteps for s in plan.stages] == [10_000] * len(plan.stages)
-    own = stage_plan(compose_run_config([f"sequence={name}", "budget=smoke", "sequence.stage_timesteps=null"]))
+    own = stage_plan(
+        compose_run_config([f"sequence={name}", "budget=smoke", "sequence.stage_timesteps=null"])
+    )
     assert all(s.timesteps != 10_000 for s in own.stages)  # null: the stages' own budgets
 
 

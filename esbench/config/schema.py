@@ -70,6 +70,9 @@ class GradientESConfig(ESConfig):
     momentum: float = _c(0.9, ge=0.0, lt=1.0)  # SGD and ClipUp
     max_speed: float | None = _c(None, gt=0.0)  # ClipUp's velocity cap (None: 2 * learning_rate)
     l2_coeff: float = _c(0.0, ge=0.0)  # weight decay added to the loss gradient
+    # What weight decay pulls toward: zero (classic L2), or the parameters the current stage of a
+    # task sequence started from (Anchored Weight Decay; the run's start outside a sequence).
+    l2_anchor: str = _c("zero", choices=("zero", "stage_start"))
     fitness_shaping: str = _c("centered_rank", choices=("centered_rank", "z_score", "raw"))
 
 
