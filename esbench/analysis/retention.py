@@ -656,8 +656,9 @@ def run_retention(
         ``end_of_stage_return`` and ``final_return`` (raw returns, beside the normalized scores),
         ``update_<l2|rel|sparsity@τ>`` (stage k's own update),
         ``drift_<...>`` (final minus end of stage k), ``kl``, ``average_performance``,
-        ``average_forgetting``, ``average_forward_transfer``, ``average_backward_transfer``. Undefined values (a later stage
-        with no evaluation point, a stage with no reference) have no row.
+        ``average_forgetting``, ``average_forward_transfer``, ``average_backward_transfer``.
+        Undefined values (a later stage with no evaluation point, a stage with no reference) have
+        no row.
     """
     k_stages = len(curves.stages)
     p = normalized_scores(curves.returns, r_random, r_ref)
