@@ -115,7 +115,7 @@ def test_per_run_metrics_match_the_hand_computed_answers(tmp_path: Path) -> None
     layers = es0[(es0["metric"] == "drift_l2") & (es0["stage_index"] == 0) & (es0["layer"] >= 0)]
     assert dict(zip(layers["layer"], layers["value"], strict=True)) == pytest.approx({0: 0.0, 1: 3.0})
     norm = data.normalization
-    assert set(norm["source"]) == {"reference"} and set(norm["n_reference_seeds"]) == {2}
+    assert set(norm["source"]) == {"reference (openai_es)"} and set(norm["n_reference_seeds"]) == {2}
     assert np.allclose(norm["r_random"], 0.0) and np.allclose(norm["r_ref"], 10.0)
     # Drift against timesteps: from the first snapshot, at the stage boundaries T_0 = 100, T_1 = 200.
     d = data.drift[(data.drift["algo"] == "openai_es") & (data.drift["seed"] == 0)].sort_values("boundary")
@@ -215,10 +215,13 @@ def test_missing_seeds_are_named_and_the_report_still_renders(tmp_path: Path) ->
     table = pd.read_csv(out / "tables" / "retention.csv")
     assert _metric(table, "openai_es", "forgetting", 0)["n_seeds"] == 3
     assert _metric(table, "trpo", "forgetting", 0)["n_seeds"] == 2  # what it has, rendered
-    # ars: normalized by its own end-of-stage score, no forward transfer (no reference runs).
-    assert _metric(table, "ars", "forgetting", 0)["mean"] == pytest.approx(0.8)  # 1 - 2/10
+    # ars: on the common scale (the best reference of any algorithm), no forward transfer (no
+    # reference runs of its own).
+    assert _metric(table, "ars", "forgetting", 0)["mean"] == pytest.approx(0.8)  # (10 - 2) / 10
     assert table[(table["algo"] == "ars") & (table["metric"] == "forward_transfer")].empty
-    assert "self (no reference run)" in (out / "tables" / "retention_normalization.md").read_text()
+    norm = pd.read_csv(out / "tables" / "retention_normalization.csv")
+    ars = norm[norm["algo"] == "ars"]
+    assert ars["r_ref_own"].isna().all() and set(ars["source"]) == {"reference (openai_es)"}
     assert (out / "figures" / "retention_curves.png").stat().st_size > 0
 
 
@@ -230,9 +233,10 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
     write_sequence_run(
         runs, "retention", "trpo", "pair", 1, STAGES, _sequence_points(9.0)[1:], snapshots=SNAPS
     )
-    # ppo's references end below the sequence's untrained evaluation (20 > 10): flagged, kept.
-    write_sequence_run(runs, "retention", "ppo", "pair", 0, STAGES, [(0.0, "forward", {"forward": 20.0,
-                       "backward": 20.0}), *_sequence_points(9.0)[1:]])  # fmt: skip
+    # ppo's untrained evaluation (50) lifts the common R_random, the mean over every algorithm's
+    # runs (0, 0, 0, 50: 12.5), above the best reference's end (10): flagged, kept.
+    write_sequence_run(runs, "retention", "ppo", "pair", 0, STAGES, [(0.0, "forward", {"forward": 50.0,
+                       "backward": 50.0}), *_sequence_points(9.0)[1:]])  # fmt: skip
     for k, stage in enumerate(STAGES):
         write_sequence_run(
             runs, "retention", "ppo", "pair", 0, STAGES, _reference_points(stage), only_stage=k
@@ -242,8 +246,8 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
     report = build_report("retention", runs, tmp_path / "paper").read_text()
     assert "openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): no drift (snapshots.npz unreadable" in report
     assert "trpo/pair seed 1 (trpo-pair-seq-w1-s1): no evaluation at timestep 0" in report
-    assert "ppo/pair seed 0 (ppo-pair-seq-w1-s0): stage 0 (forward): R_ref 10 is below R_random 20" in report
-    assert "reference runs (1 seed(s)) *" in report and "scores upside down" in report
+    assert "ppo/pair seed 0 (ppo-pair-seq-w1-s0): stage 0 (forward): R_ref 10 is below R_random 12.5" in report
+    assert "reference (openai_es) *" in report and "scores upside down" in report
 
 
 def test_a_replicate_run_twice_counts_once(tmp_path: Path) -> None:

@@ -650,19 +650,21 @@ def _normalization_table(data: RetentionData, root: Path) -> str:
             "R random": [fmt_num(v, 4) for v in norm["r_random"]],
             "R ref": [fmt_num(v, 4) for v in norm["r_ref"]],
             "R ref from": [
-                (f"reference runs ({n} seed(s))" if src == "reference" else "self (no reference run)")
-                + (" *" if ref < rand else "")
-                for src, n, ref, rand in zip(
-                    norm["source"], norm["n_reference_seeds"], norm["r_ref"], norm["r_random"], strict=True
-                )
+                str(src) + (" *" if ref < rand else "")
+                for src, ref, rand in zip(norm["source"], norm["r_ref"], norm["r_random"], strict=True)
             ],
+            "Own R ref": [fmt_num(v, 4) for v in norm.get("r_ref_own", pd.Series(np.nan, index=norm.index))],
+            "Own reference seeds": [str(int(n)) for n in norm["n_reference_seeds"]],
         }
     )
     notes = (
-        "p_i(t) = (R_i(t) - R_random) / (R_ref - R_random). R random: the sequence run's evaluation of the "
-        f"stage at timestep 0 (mean over the runs shown). R ref: mean of the last {LAST_K} evaluations of "
-        "the same algorithm's single-stage reference runs of the stage, averaged over their seeds; "
-        "self: no reference run, the sequence run's own end-of-stage score (forward transfer not computed)."
+        "p_i(t) = (R_i(t) - R_random) / (R_ref - R_random), one scale for every algorithm of a sequence. "
+        "R random: the untrained policies' return on the stage (every algorithm's sequence runs, evaluated "
+        f"at timestep 0, averaged). R ref: the best final return (mean of the last {LAST_K} evaluations, "
+        "averaged over seeds) that any algorithm's single-stage reference runs of the stage reached (which "
+        "one: R ref from); sequence end: no algorithm has a reference run of the stage, the best "
+        "end-of-stage return of any algorithm's sequence runs stands in. Own R ref: this algorithm's own "
+        "reference (its forward transfer is measured against that curve, on the common scale)."
     )
     if (norm["r_ref"] < norm["r_random"]).any():
         notes += (
@@ -715,8 +717,9 @@ def _section_retention(
         "*Question answered: after training stage after stage, how much of each earlier stage does "
         "an algorithm keep, how much does an earlier stage help a later one, and how far do its "
         "parameters move?* Every stage is evaluated at every evaluation point of the sequence "
-        "(deterministic policy, fixed evaluation seeds). Scores are normalized per stage (0: the "
-        "untrained policy, 1: the algorithm's own single-stage reference run); the metrics follow "
+        "(deterministic policy, fixed evaluation seeds). Scores are normalized per stage on one scale "
+        "for every algorithm (0: the untrained policies, 1: the best single-stage reference run of any "
+        "algorithm; raw returns in the CSVs); the metrics follow "
         "Continual World (Wołczyk et al. 2021) and, for drift and sparsity, Abdi, Gupta et al. (2026). "
         f"Seeds per condition: {seeds_text}; intervals are percentile bootstrap 95% CIs over seeds "
         "(2,000 resamples, one seeded Generator), absent with fewer than 2 seeds.\n"
