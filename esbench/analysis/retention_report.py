@@ -83,6 +83,8 @@ SEQUENCE_RUN_COLUMNS: tuple[str, ...] = (
     "path",
     "total_timesteps",  # summary.json: timesteps actually trained (NaN when not complete)
     "wall_clock_s",  # summary.json: seconds of training
+    "population_size",  # ES: algo.population_size (None for RL)
+    "l2_anchor",  # ES: algo.l2_anchor (zero, or stage_start: Anchored Weight Decay)
 )
 #: What makes two runs one replicate (the newest complete one is used, the others superseded).
 _REPLICATE = ("experiment", "algo", "sequence", "only_stage", "scale", "workers", "cluster", "seed")
@@ -140,6 +142,8 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
                 "only_stage": int(only) if only is not None else NONE,
                 "stages": stages,
                 "complete": complete,
+                "population_size": config_value(cfg, "algo.population_size", default=None),
+                "l2_anchor": str(config_value(cfg, "algo.l2_anchor", default="zero") or "zero"),
                 "path": str(run_dir),
                 "total_timesteps": float(summary.get("total_timesteps", math.nan)) if complete else math.nan,
                 "wall_clock_s": float(summary.get("wall_clock_s", math.nan)) if complete else math.nan,
@@ -150,6 +154,7 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
     unreadable = pd.DataFrame(bad, columns=["run_id", "path", "file", "reason"])
     if runs.empty:
         return runs, runs.copy(), unreadable
+    runs["algo"] = condition_names(runs)
     runs = runs.sort_values(["algo", "sequence", "only_stage", "seed", "run_id"], kind="stable")
     runs = runs.reset_index(drop=True)
     used = pd.Series(True, index=runs.index)
@@ -159,6 +164,36 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
             newest = max(done.index, key=lambda i: (Path(done.at[i, "path"]) / SUMMARY_FILE).stat().st_mtime)
             used[group.index.difference([newest])] = False
     return runs[used].reset_index(drop=True), runs[~used].reset_index(drop=True), unreadable
+
+
+#: Suffix of a condition trained with Anchored Weight Decay (``algo.l2_anchor: stage_start``).
+AWD_SUFFIX = "+awd"
+#: Separator before a condition's population size (``openai_es@pop40``).
+POP_SEP = "@pop"
+
+
+def base_algo(condition: str) -> str:
+    """The registered algorithm of a condition name (``openai_es+awd@pop40`` -> ``openai_es``)."""
+    return str(condition).split(POP_SEP)[0].removesuffix(AWD_SUFFIX)
+
+
+def condition_names(runs: pd.DataFrame) -> pd.Series:
+    """The condition each run belongs to: its algorithm, ``+awd`` with Anchored Weight Decay, and
+    ``@pop<N>`` when one algorithm's runs of one sequence use more than one population size (the
+    population-size comparison); the plain algorithm key otherwise, so reports of one
+    configuration per algorithm read as before."""
+    if runs.empty or "population_size" not in runs:
+        return runs.get("algo", pd.Series(dtype=str))
+    names = runs["algo"].astype(str).where(runs["l2_anchor"] != "stage_start", runs["algo"] + AWD_SUFFIX)
+    pops = runs["population_size"]
+    out = names.copy()
+    for (_, _), group in runs.assign(_name=names).groupby(["_name", "sequence"], sort=False):
+        sizes = {int(v) for v in group["population_size"] if v is not None and not pd.isna(v)}
+        if len(sizes) > 1:
+            out[group.index] = [
+                f"{n}{POP_SEP}{int(v)}" for n, v in zip(group["_name"], pops[group.index], strict=True)
+            ]
+    return out
 
 
 def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None, str]:
