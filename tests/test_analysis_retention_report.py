@@ -157,9 +157,17 @@ def test_report_tables_figures_and_claim(tmp_path: Path) -> None:
     report = (out / "REPORT.md").read_text()
     assert "Seeds per condition: 2" in report and "percentile bootstrap 95% CIs" in report
     assert "figures/retention_curves.png" in report and "figures/retention_gain.png" in report
-    # ES forgets 0.25 on average (0.3, 0.2), TRPO 0.05: the difference's CI excludes 0.
-    claim = next(line for line in report.splitlines() if "ES forgets earlier stages more" in line)
-    assert "difference 0.2 " in claim and "| supported" in claim
+    # At matched gain: backward's gain is 0.5 at its first point for every run (5 -> 10), so g* = 0.5
+    # and retention there is forward's score at that point: ES 0.4 and 0.6, TRPO 0.9 and 0.9.
+    matched = pd.read_csv(out / "tables" / "retention_matched_gain.csv").set_index("algo")
+    assert matched.loc["openai_es", "matched_gain"] == pytest.approx(0.5)
+    assert matched.loc["openai_es", "retention_at_matched_gain"] == pytest.approx(0.5)
+    assert matched.loc["trpo", "retention_at_matched_gain"] == pytest.approx(0.9)
+    assert matched.loc["openai_es", "average_forgetting"] == pytest.approx(0.25)  # unconditional, beside
+    # Difference -0.4; Welch t at 2 + 2 seeds (df = 1): the interval holds 0, undecided.
+    claim = next(line for line in report.splitlines() if "ES forgets more than RL at matched" in line)
+    assert "difference -0.4 [" in claim and "| undecided" in claim
+    assert (out / "figures" / "retention_gain_paths.png").stat().st_size > 0
     assert "seeds missing" not in report and "Partial results" not in report
     assert "Scale: smoke" in report and "testhost" in report
     budget = (out / "tables" / "retention_budget.md").read_text()

@@ -23,7 +23,7 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.env_versions import env_versions_line
-from esbench.analysis.es_family import difference_ci, family_table, write_family_table
+from esbench.analysis.es_family import family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
 from esbench.analysis.load import Results, _read_json, is_es, load_results, stopped_runs
@@ -35,6 +35,7 @@ from esbench.analysis.projection import (
     projection_markdown,
 )
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
+from esbench.analysis.retention_decisions import matched_gain_section
 from esbench.analysis.retention_report import (
     RetentionData,
     analyse_retention,
@@ -587,38 +588,6 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
     return sec
 
 
-#: The claim of the LLM-era ES forgetting paper the retention section checks.
-RETENTION_CLAIM = (
-    "ES forgets earlier stages more than gradient RL does (Abdi, Gupta et al. 2026, arXiv:2601.20861)"
-)
-
-
-def _retention_claims(data: RetentionData, rng: np.random.Generator) -> list[str]:
-    """One claim row per sequence: the ES family's average forgetting against RL's, per-seed values
-    of every algorithm of a family pooled, decided by the bootstrap CI of the difference of means
-    (:func:`esbench.analysis.es_family.difference_ci`)."""
-    rows = []
-    avg = data.per_run[data.per_run["metric"] == "average_forgetting"]
-    for seq, g in avg.groupby("sequence", sort=True):
-        es = g[[is_es(str(a)) for a in g["algo"]]]["value"].to_numpy(float)
-        rl = g[[not is_es(str(a)) for a in g["algo"]]]["value"].to_numpy(float)
-        if not len(es) or not len(rl):
-            continue
-        diff, low, high = difference_ci(es, rl, rng)
-        ok = None if not np.isfinite(low) else (True if low > 0 else False if high < 0 else None)
-        interval = (
-            f" [{fmt_num(low, 3)}, {fmt_num(high, 3)}]" if np.isfinite(low) else " (no CI: < 2 runs a side)"
-        )
-        ours = (
-            f"average forgetting ES {fmt_num(es.mean(), 3)} ({len(es)} run(s)) vs RL {fmt_num(rl.mean(), 3)} "
-            f"({len(rl)} run(s)); difference {fmt_num(diff, 3)}{interval}"
-        )
-        paper = "ES forgets more than GRPO at matched new-task gains (LLM fine-tuning)"
-        verdict = _verdict(ok) + " (decided by the difference's 95% CI: above 0 supports, below 0 refutes)"
-        rows.append(f"| {seq}: {RETENTION_CLAIM} | {paper} | {ours} | {verdict} |")
-    return rows
-
-
 def _seeds_markdown(data: RetentionData) -> str:
     """Which seeds each (algorithm, sequence) used and which are missing, as a table and lines."""
     lines = [
@@ -786,7 +755,9 @@ def _section_retention(
                     "and stage, one panel per algorithm (below 0: forgetting)",
                 )
             )
-        sec.claims += _retention_claims(data, rng)
+        blocks, claim_rows = matched_gain_section(data, root, rng)
+        sec.body += blocks
+        sec.claims += claim_rows
     if data.problems:
         sec.body.append(
             "### Notes on individual runs\n\nRuns left out of some numbers, and numbers to read with "
