@@ -91,6 +91,9 @@ class EnvConfig:
     # see the same env (esbench.envs.variants: e.g. body_mass_scale, geom_friction_scale, gravity_z on
     # MuJoCo; gravity, length, masspole on CartPole). Empty: the environment as registered.
     dynamics: dict[str, float] = field(default_factory=dict)
+    # [k, K]: a one-hot id of stage k of K appended to the observation (set per stage by
+    # sequence.stage_id_obs; esbench.envs.variants.append_stage_id). Empty: none.
+    stage_id: list[int] = field(default_factory=list)
     # Atari only (Mnih et al. 2016 preprocessing).
     game: str | None = None  # e.g. "Pong"; sets id to ALE/<game>-v5
     frame_skip: int = _c(4, ge=1)
@@ -251,6 +254,9 @@ class SequenceConfig:
     reset_optimizer: bool = True
     reset_obs_norm: bool = True
     stage_timesteps: int | None = _c(None, ge=1)  # when set, every stage's budget (recipes' scales)
+    # Append stage k's one-hot id to the observation on every stage (Continual World's convention),
+    # so one policy can solve stages whose rewards conflict; the observation grows by the stage count.
+    stage_id_obs: bool = False
     only_stage: int | None = _c(None, ge=0)  # train only stage k from scratch: a reference run
 
 

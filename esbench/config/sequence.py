@@ -4,7 +4,8 @@ A sequence (``conf/sequence/<name>.yaml``, :class:`~esbench.config.schema.Sequen
 stages; each stage's ``env`` dict holds only what differs from the run's ``env`` (a reward
 weight, a dynamics setting, a game mode, a Meta-World task). Stage k's environment is the run's
 ``env`` node with stage k's overrides merged over it, not over stage k-1's, so every stage reads
-at a glance as "the run's env, except ...". Interpolations (Atari's ``name: ${env.game}``) are
+at a glance as "the run's env, except ...". With ``sequence.stage_id_obs``, stage k's env also
+gets ``stage_id: [k, K]`` (a one-hot stage id appended to the observation). Interpolations (Atari's ``name: ${env.game}``) are
 resolved after the merge, so a stage that changes ``game`` also changes ``name`` and ``id``.
 
 :func:`check_sequence` (registered with :func:`esbench.config.validate.register_check`) checks
@@ -43,6 +44,8 @@ def _stage_env(cfg: DictConfig, k: int | None) -> DictConfig:
         try:
             with open_dict(root):
                 root.env = OmegaConf.merge(root.env, overrides)
+                if OmegaConf.select(root, "sequence.stage_id_obs", default=False):
+                    root.env.stage_id = [k, len(root.sequence.stages)]
         except ConfigKeyError as e:
             key = str(e.key) if e.key is not None else "?"
             close = difflib.get_close_matches(key, _ENV_KEYS, n=3)
