@@ -5,8 +5,9 @@ stages; each stage's ``env`` dict holds only what differs from the run's ``env``
 weight, a dynamics setting, a game mode, a Meta-World task). Stage k's environment is the run's
 ``env`` node with stage k's overrides merged over it, not over stage k-1's, so every stage reads
 at a glance as "the run's env, except ...". With ``sequence.stage_id_obs``, stage k's env also
-gets ``stage_id: [k, K]`` (a one-hot stage id appended to the observation). Interpolations (Atari's ``name: ${env.game}``) are
-resolved after the merge, so a stage that changes ``game`` also changes ``name`` and ``id``.
+gets ``stage_id: [k, K]`` (a one-hot stage id appended to the observation). Interpolations
+(Atari's ``name: ${env.game}``) are resolved after the merge, so a stage that changes ``game``
+also changes ``name`` and ``id``.
 
 :func:`check_sequence` (registered with :func:`esbench.config.validate.register_check`) checks
 what a config alone can say: stage names, budgets, unknown keys in a stage's ``env``, ranges. Checks
