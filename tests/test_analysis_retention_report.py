@@ -327,35 +327,53 @@ def test_recipe_has_every_reference_run_on_the_same_stage_budget(scale: str) -> 
     """Each (algorithm, sequence, seed) has its sequence run and one single-stage reference run per
     stage, all with one per-stage budget, so normalization and forward transfer can be computed."""
     jobs = [dict(o.split("=", 1) for o in job) for job in all_jobs(get_recipe("retention"), scale)]
-    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
-    for o in jobs:
-        groups.setdefault((o["algo"], o["sequence"], o["seed"]), []).append(o)
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for o in jobs:  # a condition: the algorithm and its variant (population size, weight decay anchor)
+        variant = (o.get("algo.population_size", ""), o.get("algo.l2_anchor", ""))
+        groups.setdefault((o["algo"], o["sequence"], o["seed"], *variant), []).append(o)
     assert groups
-    for (algo, seq, _), runs in groups.items():
+    for (algo, seq, *_), runs in groups.items():
         n_stages = len(sequence_shape(seq)[1])
         assert sorted(o["sequence.only_stage"] for o in runs) == sorted(["null", *map(str, range(n_stages))])
         assert len({o["sequence.stage_timesteps"] for o in runs}) == 1, (algo, seq)
-    algos = {a for a, _, _ in groups}
+    algos = {a for a, *_ in groups}
     assert {"openai_es", "ppo"} <= algos
+    if scale == "mini":  # the ES family against two RL baselines, with AWD and two population sizes
+        assert {"openai_es", "eggroll", "pgpe", "ppo", "trpo"} <= algos
+        assert {s for _, s, *_ in groups} == {"cheetah_dir", "cheetah_mass"}
+        assert {k[3] for k in groups if k[0] == "openai_es"} == {"20", "40"}
+        assert any(k[4] == "stage_start" for k in groups)
     if scale == "paper":
         assert {"ars", "cma_es", "trpo", "a2c", "dqn"} <= algos
-        assert {s for _, s, _ in groups} == {"cheetah_dir", "hopper_mass", "atari_mode", "cw10"}
+        assert {s for _, s, *_ in groups} == {
+            "cheetah_dir",
+            "cheetah_mass",
+            "hopper_mass",
+            "atari_mode",
+            "cw10",
+        }
 
 
 @pytest.mark.slow
 def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
-    """The recipe's smoke scale through the real CLI (about 30 s here): every run is analysed."""
+    """The recipe's smoke scale through the real CLI: every run and every decision is analysed."""
     args = ["retention", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
     proc = esbench("reproduce", *args, timeout=900)
     report = tmp_path / "paper" / "retention" / "REPORT.md"
     assert f"report written: {report}" in proc.stdout
     table = pd.read_csv(report.parent / "tables" / "retention.csv")
-    assert set(table["algo"]) == {"openai_es", "ppo"} and set(table["sequence"]) == {"cartpole_pair"}
+    conditions = {"openai_es@pop8", "openai_es@pop16", "openai_es+awd@pop8", "ppo"}
+    assert set(table["algo"]) == conditions and set(table["sequence"]) == {"cartpole_pair"}
     assert {"forgetting", "forward_transfer", "drift_l2", "update_sparsity@1e-06"} <= set(table["metric"])
     text = report.read_text()
     assert "not evaluated" not in text and "no drift" not in text
-    for stem in ("retention_curves", "retention_drift", "retention_gain"):
+    for stem in ("retention_curves", "retention_drift", "retention_gain", "retention_gain_paths"):
         assert (report.parent / "figures" / f"{stem}.png").stat().st_size > 0
+    claims = pd.read_csv(report.parent / "tables" / "retention_claims.csv")
+    assert {"es_forgets_more", "awd_keeps_retention", "larger_population_forgets_less"} <= set(
+        claims["claim"]
+    )
+    assert "retention_at_matched_gain" in pd.read_csv(report.parent / "tables" / "retention_matched_gain.csv")
 
 
 def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ def test_condition_names_mark_awd_and_population_sizes() -> None:
     assert list(condition_names(runs)) == [
         "openai_es@pop10",
         "openai_es@pop40",
-        "openai_es+awd",
+        "openai_es+awd@pop10",
         "ppo",
         "pgpe",
     ]

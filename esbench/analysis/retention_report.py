@@ -179,15 +179,15 @@ def base_algo(condition: str) -> str:
 
 def condition_names(runs: pd.DataFrame) -> pd.Series:
     """The condition each run belongs to: its algorithm, ``+awd`` with Anchored Weight Decay, and
-    ``@pop<N>`` when one algorithm's runs of one sequence use more than one population size (the
-    population-size comparison); the plain algorithm key otherwise, so reports of one
+    ``@pop<N>`` when one algorithm's runs of one sequence (with or without AWD) use more than one
+    population size (the population-size comparison); the plain algorithm key otherwise, so reports of one
     configuration per algorithm read as before."""
     if runs.empty or "population_size" not in runs:
         return runs.get("algo", pd.Series(dtype=str))
     names = runs["algo"].astype(str).where(runs["l2_anchor"] != "stage_start", runs["algo"] + AWD_SUFFIX)
     pops = runs["population_size"]
     out = names.copy()
-    for (_, _), group in runs.assign(_name=names).groupby(["_name", "sequence"], sort=False):
+    for (_, _), group in runs.assign(_name=names).groupby(["algo", "sequence"], sort=False):
         sizes = {int(v) for v in group["population_size"] if v is not None and not pd.isna(v)}
         if len(sizes) > 1:
             out[group.index] = [

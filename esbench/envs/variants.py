@@ -189,7 +189,7 @@ class StageIdObservation(gym.ObservationWrapper):
     """A one-hot stage id appended to a flat observation (Continual World's convention: the task's
     one-hot id is part of the observation, so one policy can tell the stages of a sequence apart
     and solve stages whose rewards conflict). The observation space grows by the number of
-    stages; its bounds are 0 and 1 on the new entries."""
+    stages."""
 
     def __init__(self, env: gym.Env, index: int, count: int) -> None:
         super().__init__(env)
@@ -201,9 +201,12 @@ class StageIdObservation(gym.ObservationWrapper):
             )
         self.one_hot = np.zeros(count, dtype=space.dtype)
         self.one_hot[index] = 1
+        # The new entries' bounds hold [0, 1] and keep a space with one bound for every entry
+        # (MuJoCo's -inf..inf) uniform, so it still prints as one.
+        low, high = min(float(space.low.min()), 0.0), max(float(space.high.max()), 1.0)
         self.observation_space = gym.spaces.Box(
-            low=np.concatenate([space.low, np.zeros(count, space.dtype)]),
-            high=np.concatenate([space.high, np.ones(count, space.dtype)]),
+            low=np.concatenate([space.low, np.full(count, low, space.dtype)]),
+            high=np.concatenate([space.high, np.full(count, high, space.dtype)]),
             dtype=space.dtype,  # type: ignore[arg-type]
         )
 
