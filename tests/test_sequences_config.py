@@ -116,7 +116,7 @@ def test_atari_stage_with_an_unavailable_difficulty_names_the_allowed_ones() -> 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["sequence=cheetah_dri"], "sequence=cheetah_dri: no such option (did you mean cheetah_dir?)"),
+        (["sequence=cheetah_dri"], "sequence=cheetah_dri: no such option (did you mean cheetah_dir"),
         (["sequence=cheetah_dir", "+sequence.stages.1.env.id=Hopper-v5"], "differs from stage 0's"),
         (["sequence=hopper_mass", "sequence.stages.0.timesteps=-5"], "sequence.stages[0].timesteps=-5"),
     ],
