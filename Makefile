@@ -4,17 +4,27 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install install-cw test test-slow lint run reproduce bench clean
+LOCK   := requirements.lock
 
-# torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build.
-$(STAMP): pyproject.toml
+.PHONY: install install-cw install-docs docs lock test test-slow lint run reproduce bench clean
+
+# torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build; then every other
+# distribution at the version in requirements.lock, and esbench itself, both without resolving
+# (--no-deps): a fresh clone gets exactly the environment the committed reports were made with.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e ".[test]"
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Re-pin requirements.lock to this venv's versions after changing a dependency in pyproject.toml
+# (install it into the venv first; .ci/lock.py says how the lock is made).
+lock:
+	$(BIN)/python .ci/lock.py --extras test,sweepers,docs > $(LOCK).tmp && mv $(LOCK).tmp $(LOCK)
 
 # Continual World (conf/sequence/cw10.yaml): Meta-World 3.1.1 without its mujoco==3.3.0 pin, so this
 # install keeps MuJoCo 4 (esbench/envs/metaworld_compat.py bridges the difference; pyproject's `cw`).
@@ -24,6 +34,15 @@ $(CW_STAMP): $(STAMP)
 	touch $(CW_STAMP)
 
 install-cw: $(CW_STAMP)
+
+# The documentation site's tools (pyproject's `docs` extra) are pinned in requirements.lock with
+# everything else, so `install` brings them.
+install-docs: install
+
+# The documentation site (mkdocs.yml; pages in docs/), into site/. --strict: a broken link, a missing
+# page or a docstring the API reference cannot read fails the build.
+docs: install-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: install
 	$(BIN)/ruff check .
@@ -35,12 +54,14 @@ lint: install
 # its module fixtures are built once). `pytest` alone runs serially.
 TEST_WORKERS ?= 2
 
-test: install install-cw lint
+test: install install-cw install-docs lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
 	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile
 
+# Writes reports/table1/ (git-ignored); `esbench reproduce table1 scale=mini out_dir=paper` updates
+# the committed report.
 reproduce: install
 	$(BIN)/esbench reproduce table1 scale=mini
 

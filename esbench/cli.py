@@ -2,6 +2,8 @@
 
     esbench run [-m] KEY=VALUE ...       one run, or a Hydra multirun sweep (-m); see run --help
     esbench reproduce RECIPE scale=...   a paper table/figure: sweep + report (see --list)
+    esbench --version                    the installed version
+    esbench --shell-completion install=bash   tab completion of `esbench run` (Hydra's)
     esbench report TARGET ...            tables and figures from the results store
     esbench bench [...]                  throughput and memory benchmark
 
@@ -29,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE.strip())
         return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"esbench {version()}")
+        return 0
+    if argv[0] in ("-sc", "--shell-completion"):
+        return shell_completion(argv)
     command, rest = argv[0], argv[1:]
     _setup_logging()
     from esbench.runner import load_components
@@ -71,15 +78,21 @@ def run_command(args: list[str]) -> int:
 
         print(run_help(CONF_DIR))
         return 0
+    if _hydra_own_option(args):  # --cfg hydra|all, --info: Hydra prints, nothing runs
+        from esbench.sweep import hydra_passthrough
+
+        return hydra_passthrough(args)
     multirun = any(a in ("-m", "--multirun") for a in args)
     resolve = "--resolve" in args
     show_cfg, overrides = _take_cfg_option(a for a in args if a not in ("-m", "--multirun", "--resolve"))
     if any(a.startswith("-") for a in overrides):
         bad = next(a for a in overrides if a.startswith("-"))
         raise ConfigError(
-            f"unknown option {bad!r}; allowed: -m/--multirun, --cfg job, --resolve, --help and "
-            "KEY=VALUE overrides"
+            f"unknown option {bad!r}; allowed: -m/--multirun, --cfg job|hydra|all, --resolve, --info, "
+            "--help and KEY=VALUE overrides"
         )
+    if not multirun:
+        _refuse_run_dir(overrides)
     if show_cfg:
         from omegaconf import OmegaConf
 
@@ -100,6 +113,58 @@ def run_command(args: list[str]) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed distribution's version (``importlib.metadata``); ``unknown`` when esbench runs
+    from a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("esbench")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def shell_completion(argv: list[str]) -> int:
+    """``esbench --shell-completion install=bash``: Hydra's tab completion of ``esbench run``.
+
+    Hydra's bash script calls ``esbench -sc query=bash`` with the command line in ``COMP_LINE``;
+    the ``run`` word is dropped from it so Hydra sees ``esbench KEY=VALUE ...``, as for any app.
+    """
+    line = os.environ.get("COMP_LINE")
+    if line is not None:
+        words = line.split(" ")
+        if len(words) > 1 and words[1] == "run":
+            os.environ["COMP_LINE"] = " ".join([words[0], *words[2:]])
+    from esbench.sweep import hydra_passthrough
+
+    return hydra_passthrough(argv, prog="esbench")
+
+
+def _hydra_own_option(args: list[str]) -> bool:
+    """Whether ``args`` ask for one of Hydra's own outputs: ``--info [TOPIC]``, ``--cfg hydra|all``."""
+    if any(a in ("--info", "-i") or a.startswith("--info=") for a in args):
+        return True
+    for i, a in enumerate(args):
+        what = a.split("=", 1)[1] if a.startswith("--cfg=") else None
+        if a in ("--cfg", "-c") and i + 1 < len(args):
+            what = args[i + 1]
+        if what in ("hydra", "all"):
+            return True
+    return False
+
+
+def _refuse_run_dir(overrides: list[str]) -> None:
+    """A single run writes to ``results_dir``, never to Hydra's run directory: refuse setting it."""
+    for o in overrides:
+        key = o.lstrip("+~").split("=", 1)[0]
+        if key.startswith("hydra.run.") or key in ("hydra.run", "hydra.job.chdir", "hydra.output_subdir"):
+            raise ConfigError(
+                f"{key}: not used by esbench run; a run writes to results_dir/<experiment>/<run_id>/ "
+                "(set results_dir=DIR or experiment=NAME)"
+            )
+
+
 def _take_cfg_option(args: Iterable[str]) -> tuple[bool, list[str]]:
     """Split ``--cfg job`` (Hydra's spelling; ``--cfg=job`` too) from the other arguments."""
     rest, show, it = [], False, iter(args)
@@ -107,11 +172,11 @@ def _take_cfg_option(args: Iterable[str]) -> tuple[bool, list[str]]:
         if a in ("--cfg", "-c"):
             what = next(it, None)
             if what != "job":
-                raise ConfigError(f"--cfg {what}: not supported; allowed: --cfg job")
+                raise ConfigError(f"--cfg {what}: not supported; allowed: --cfg job, hydra, all")
             show = True
         elif a.startswith("--cfg="):
             if a != "--cfg=job":
-                raise ConfigError(f"{a}: not supported; allowed: --cfg job")
+                raise ConfigError(f"{a}: not supported; allowed: --cfg job, hydra, all")
             show = True
         else:
             rest.append(a)

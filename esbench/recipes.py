@@ -30,6 +30,7 @@ Each scale becomes one or more Hydra multirun sweeps (:class:`Sweep`), exactly w
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
@@ -43,8 +44,9 @@ import yaml
 from esbench.config.registry import FAMILIES, algorithms, family_of
 from esbench.config.validate import ConfigError
 from esbench.runner import load_components
+from esbench.utils.resources import conf_dir, experiments_dir
 
-EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
+EXPERIMENTS_DIR: Path = experiments_dir()  # experiments/, shipped in the package
 SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
 #: Scales a recipe may add to the three: ``decisive`` is the budget that decides the paper's
 #: claims on one 2-core machine in about three hours (experiments/table1.yaml says how).
@@ -186,7 +188,7 @@ def paper_target_entries(
 
 def _env_id(option: str) -> str:
     """The Gymnasium id of ``conf/env/<option>.yaml`` (the option itself when no such file)."""
-    path = EXPERIMENTS_DIR.parent / "conf" / "env" / f"{option}.yaml"
+    path = conf_dir() / "env" / f"{option}.yaml"
     if not path.exists():
         return option
     data = yaml.safe_load(path.read_text()) or {}
@@ -314,7 +316,8 @@ def get_recipe(name: str, directory: Path = EXPERIMENTS_DIR) -> Recipe:
     """The recipe ``name``; :class:`RecipeError` listing the valid names otherwise."""
     recipes = load_recipes(directory)
     if name not in recipes:
-        raise RecipeError(f"unknown recipe {name!r}; allowed: {', '.join(recipes)}, all")
+        hint = did_you_mean(name, [*recipes, "all"])
+        raise RecipeError(f"unknown recipe {name!r}{hint}; allowed: {', '.join(recipes)}, all")
     return recipes[name]
 
 
@@ -400,7 +403,7 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
 def sequence_shape(name: str) -> tuple[str, list[int]]:
     """(env group option, timesteps of each stage) of ``conf/sequence/<name>.yaml``, for costs: the
     env is the sequence's ``override /env`` default (else its ``env.name``)."""
-    path = EXPERIMENTS_DIR.parent / "conf" / "sequence" / f"{name}.yaml"
+    path = conf_dir() / "sequence" / f"{name}.yaml"
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
     data = data or {}
     env = str((data.get("env") or {}).get("name", "halfcheetah"))
@@ -429,7 +432,14 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2) -> Cost:
     return Cost(len(jobs), sum(s for s, _, _ in costs), core_s, wall, cores)
 
 
-def _human(seconds: float) -> str:
+def did_you_mean(name: str, allowed: Sequence[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``allowed``, or an empty string."""
+    close = difflib.get_close_matches(name, list(allowed), n=2)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def human_seconds(seconds: float) -> str:
+    """A duration for people: ``42 s``, ``17 min``, ``3.5 h``, ``2.1 days``."""
     if seconds < 90:
         return f"{math.ceil(seconds)} s"
     if seconds < 5400:
@@ -454,10 +464,10 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
         for scale in recipe.scales:
             c = estimate(recipe, scale, cores)
             big_wall = estimate(recipe, scale, big).wall_s if scale == "paper" else None
-            extra = f", ~{_human(big_wall)} on {big} cores" if big_wall is not None else ""
+            extra = f", ~{human_seconds(big_wall)} on {big} cores" if big_wall is not None else ""
             lines.append(
                 f"  {scale:<8} {c.jobs:>4} jobs {_steps(c.timesteps):>7} steps "
-                f"{c.core_s / 3600:>9.2f} core-h  ~{_human(c.wall_s)} on {cores} cores{extra}"
+                f"{c.core_s / 3600:>9.2f} core-h  ~{human_seconds(c.wall_s)} on {cores} cores{extra}"
             )
     lines.append(
         "Estimates from measured step rates (esbench.recipes.STEP_RATES): MuJoCo raw rates measured "

@@ -7,7 +7,8 @@
 Everything is checked first (recipe, scale, every job's config, the scheduler of
 ``cluster=address``); then each of the recipe's sweeps runs on the Dask launcher (jobs already
 complete are skipped, so the same command resumes), then ``esbench.analysis.report.build_report``
-writes ``out_dir/<report>/REPORT.md``. Other ``KEY=VALUE`` overrides (``cluster=address
+writes ``out_dir/<report>/REPORT.md`` (``reports/`` by default, git-ignored; ``out_dir=paper`` updates
+the committed reports). Other ``KEY=VALUE`` overrides (``cluster=address
 cluster.address=tcp://HOST:8786``) apply to every job.
 
 Exit codes: 0 done; 1 a job failed or the report could not be built (the report is still written
@@ -17,12 +18,27 @@ be reached.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from esbench.config.validate import ConfigError
-from esbench.recipes import ALL_SCALES, Recipe, RecipeError, Sweep, get_recipe, list_recipes, load_recipes
+from esbench.recipes import (
+    ALL_SCALES,
+    Recipe,
+    RecipeError,
+    Sweep,
+    did_you_mean,
+    estimate,
+    get_recipe,
+    human_seconds,
+    list_recipes,
+    load_recipes,
+)
 
 USAGE = (__doc__ or "").strip()
+#: Where reports go unless ``out_dir=`` says otherwise: a git-ignored directory, so a reproduction
+#: never overwrites the committed reports in ``paper/`` (``out_dir=paper`` writes those).
+DEFAULT_OUT_DIR = "reports"
 _OWN_KEYS = ("scale", "out_dir", "allow_partial")
 
 
@@ -45,6 +61,29 @@ def _parse(argv: list[str]) -> tuple[list[str], dict[str, str], list[str], set[s
         else:
             names.append(arg)
     return names, opts, overrides, flags
+
+
+def _scale(opts: dict[str, str], recipes: list[Recipe]) -> str:
+    """The ``scale=`` asked for; RecipeError naming the allowed ones (and the closest) otherwise."""
+    allowed = ", ".join(ALL_SCALES)
+    if "scale" not in opts:
+        example = f"esbench reproduce {recipes[0].name if len(recipes) == 1 else 'all'} scale=smoke"
+        raise RecipeError(f"give a scale (e.g. {example}); allowed: {allowed}")
+    scale = opts["scale"]
+    if scale not in ALL_SCALES:
+        raise RecipeError(f"scale={scale!r} is unknown{did_you_mean(scale, ALL_SCALES)}; allowed: {allowed}")
+    return scale
+
+
+def _cost_line(recipes: list[Recipe], scale: str) -> str:
+    """What the reproduction will cost, printed before its first job (estimates from STEP_RATES)."""
+    cores = os.cpu_count() or 1
+    costs = [estimate(r, scale, cores) for r in recipes if scale in r.scales]
+    jobs, wall = sum(c.jobs for c in costs), sum(c.wall_s for c in costs)
+    return (
+        f"esbench: reproduce {', '.join(r.name for r in recipes)} at scale {scale}: {jobs} job(s), "
+        f"estimated ~{human_seconds(wall)} on {cores} core(s) (esbench reproduce --list)"
+    )
 
 
 def _recipes(names: list[str]) -> list[Recipe]:
@@ -125,20 +164,22 @@ def main(argv: list[str]) -> int:
             print(list_recipes())
             return 0
         recipes = _recipes(names)
-        scale = opts.get("scale", "")
-        if scale not in ALL_SCALES:
-            raise RecipeError(f"scale={scale!r} is unknown; allowed: {', '.join(ALL_SCALES)}")
+        scale = _scale(opts, recipes)
         allow_partial = "--allow-partial" in flags or opts.get("allow_partial", "false").lower() == "true"
         plans = [(r, r.plan(scale, overrides)) for r in recipes]
+        out_dir = opts.get("out_dir", DEFAULT_OUT_DIR)
         if "--dry-run" in flags:
+            print(f"# {_cost_line(recipes, scale).removeprefix('esbench: ')}")
             for recipe, sweeps in plans:
-                print(f"# {recipe.name} ({scale}) -> esbench report {recipe.report}")
+                print(f"# {recipe.name} ({scale}) -> esbench report {recipe.report} out_dir={out_dir}")
                 print("\n".join(s.command() for s in sweeps))
             return 0
         from esbench.sweep import validate_sweep
 
-        n_jobs = sum(len(validate_sweep(list(s.overrides))) for _, sweeps in plans for s in sweeps)
-        print(f"esbench: reproduce {', '.join(r.name for r in recipes)} at scale {scale}: {n_jobs} job(s)")
+        for _, sweeps in plans:
+            for s in sweeps:
+                validate_sweep(list(s.overrides))
+        print(_cost_line(recipes, scale), flush=True)
         _check_cluster(overrides)
     except ConfigError as e:
         print(f"esbench reproduce: error: {e}", file=sys.stderr)
@@ -148,5 +189,5 @@ def main(argv: list[str]) -> int:
         return 3
     status = 0
     for recipe, _ in plans:
-        status = max(status, reproduce(recipe, scale, overrides, opts.get("out_dir", "paper"), allow_partial))
+        status = max(status, reproduce(recipe, scale, overrides, out_dir, allow_partial))
     return status

@@ -147,15 +147,18 @@ def test_report_tables_figures_and_claim(tmp_path: Path) -> None:
     table = pd.read_csv(out / "tables" / "retention.csv")
     es = _metric(table, "openai_es", "forgetting", 0)
     assert es["n_seeds"] == 2 and es["mean"] == pytest.approx(0.5)
-    assert es["low"] == pytest.approx(0.4) and es["high"] == pytest.approx(0.6)  # bootstrap of {0.4, 0.6}
+    # Student t of {0.4, 0.6}: 0.5 +- 12.706 x 0.1
+    assert es["low"] == pytest.approx(0.5 - 1.2706, abs=1e-4) and es["high"] == pytest.approx(
+        0.5 + 1.2706, abs=1e-4
+    )
     rl = _metric(table, "trpo", "forgetting", 0)
     assert rl["mean"] == pytest.approx(0.1) and rl["low"] == pytest.approx(0.1)  # equal seeds: the point
     assert _metric(table, "openai_es", "average_performance")["mean"] == pytest.approx(0.75)
     assert _metric(table, "trpo", "forward_transfer", 1)["mean"] == pytest.approx(0.5)
     md = (out / "tables" / "retention.md").read_text()
-    assert "ES (OpenAI)" in md and "0.5 [0.4, 0.6]" in md
+    assert "ES (OpenAI)" in md and "0.5 [-0.771, 1.77]" in md
     report = (out / "REPORT.md").read_text()
-    assert "Seeds per condition: 2" in report and "percentile bootstrap 95% CIs" in report
+    assert "Seeds per condition: 2" in report and "intervals are Student-t 95% CIs over seeds" in report
     assert "figures/retention_curves.png" in report and "figures/retention_gain.png" in report
     # At matched gain: backward's gain is 0.5 at its first point for every run (5 -> 10), so g* = 0.5
     # and retention there is forward's score at that point: ES 0.4 and 0.6, TRPO 0.9 and 0.9.
@@ -175,7 +178,9 @@ def test_report_tables_figures_and_claim(tmp_path: Path) -> None:
     # The W&B summary: one namespace per stage, CI beside the mean.
     summary = json.loads((out / "wandb_summary.json").read_text())
     assert summary["retention/pair/openai_es/0_forward/forgetting"] == pytest.approx(0.5)
-    assert summary["retention/pair/openai_es/0_forward/forgetting/low"] == pytest.approx(0.4)
+    assert summary["retention/pair/openai_es/0_forward/forgetting/low"] == pytest.approx(
+        0.5 - 1.2706, abs=1e-4
+    )  # the Student-t low end
     assert summary["retention/pair/trpo/all/average_forgetting"] == pytest.approx(0.05)
 
 

@@ -1,4 +1,5 @@
-"""Statistics of esbench.analysis: reproducible CIs, IQM, grids, and loud seed checks."""
+"""Statistics of esbench.analysis: intervals whose coverage is measured, IQM, grids, and loud seed
+checks."""
 
 from __future__ import annotations
 
@@ -16,10 +17,63 @@ from esbench.analysis.stats import (
     iqm,
     iqm_ci,
     mean_ci,
+    simulated_coverage,
 )
 from tests.synthetic_store import write_run
 
 T = [0, 250, 500, 750, 1000]
+
+
+def test_mean_ci_is_the_student_t_interval_by_hand() -> None:
+    # (1, 2, 3): mean 2, sd 1, t(0.975, 2) = 4.3027 -> half-width 4.3027 / sqrt(3) = 2.4841.
+    mean, low, high = mean_ci(np.array([1.0, 2.0, 3.0]), np.random.default_rng(0))
+    assert (
+        mean == 2.0 and low == pytest.approx(2 - 2.4841, abs=1e-4) and high == pytest.approx(4.4841, abs=1e-4)
+    )
+    # Not the seeds' range (what a percentile bootstrap gives at 3 seeds): wider, as it must be.
+    assert low < 1.0 and high > 3.0
+    _, low, high = mean_ci(np.array([[1.0, 5.0], [3.0, 5.0]]))  # (n_seeds, n_points) form
+    assert high[0] - 2.0 == pytest.approx(12.7062 * 1.0, abs=1e-3) and low[1] == high[1] == 5.0
+    assert all(np.isnan(v) for v in mean_ci(np.array([3.0]))[1:])  # one seed: no interval
+
+
+@pytest.mark.parametrize("n_seeds", [3, 5, 10])
+def test_mean_ci_covers_the_true_mean_95_percent_on_normal_data(n_seeds: int) -> None:
+    """2,000 normal data sets of n seeds as the columns of one (n_seeds, 2000) call: the 95%
+    interval must contain the true mean (0) in 93-97% of them."""
+    data = np.random.default_rng(100 + n_seeds).normal(size=(n_seeds, 2000))
+    _, low, high = mean_ci(data, np.random.default_rng(0), confidence=0.95)
+    coverage = float(np.mean((low <= 0.0) & (high >= 0.0)))
+    assert 0.93 <= coverage <= 0.97, coverage
+
+
+def test_simulated_coverage_measures_what_the_report_states() -> None:
+    assert simulated_coverage("t", 5, "normal") == simulated_coverage("t", 5, "normal")  # seeded
+    assert 0.93 <= simulated_coverage("t", 3, "normal") <= 0.97
+    # The percentile bootstrap esbench no longer prints for a mean: about 75% at 3 seeds.
+    assert simulated_coverage("percentile", 3, "normal", n_datasets=1000, n_resamples=500) < 0.8
+    # Skewed data: the t interval falls short too, and the report says by how much.
+    assert 0.75 < simulated_coverage("t", 5, "lognormal") < 0.9
+    with pytest.raises(ValueError, match="method='wald' is unknown; allowed: t, percentile, bca"):
+        simulated_coverage("wald", 5)
+    with pytest.raises(ValueError, match="dist='cauchy' is unknown; allowed: normal, lognormal"):
+        simulated_coverage("t", 5, "cauchy")
+
+
+def test_coverage_sentence_states_method_seeds_and_coverage() -> None:
+    from esbench.analysis.stats import coverage_sentence
+
+    text = coverage_sentence(5)
+    normal = f"{100 * simulated_coverage('t', 5, 'normal'):.1f}%"
+    assert text.startswith("Intervals: Student-t interval of the mean over seeds (95% nominal), 5 seeds")
+    assert f"{normal} on normal data" in text and "on a skewed (lognormal, sigma 1) case" in text
+    assert "no interval" in coverage_sentence(1)
+
+
+def test_iqm_stratified_bootstrap_coverage_is_measured() -> None:
+    from esbench.analysis.coverage import iqm_coverage
+
+    assert 0.85 <= iqm_coverage(5, n_datasets=200, n_resamples=300) <= 0.99
 
 
 def test_bootstrap_ci_identical_for_same_seed_and_brackets_the_mean() -> None:
@@ -111,3 +165,19 @@ def test_missing_runs_raise(tmp_path) -> None:
     with pytest.raises(IncompleteResultsError, match=r"trpo/Hopper-v5: 1 seed\(s\), 1 missing run"):
         check_seeds(res.runs, ["algo", "env_id"])
     assert len(res.complete) == 3
+
+
+def test_welch_ci_matches_scipy_and_covers_95_percent() -> None:
+    from scipy import stats as sps
+
+    from esbench.analysis.coverage import difference_coverage
+    from esbench.analysis.stats import welch_ci
+
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.0, 3.0, 6.0])  # df = (10/3)^2 / (1/18 + 9/2) = 2.44
+    diff, low, high = welch_ci(a, b)
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert diff == -1.0 and (low, high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert welch_ci(np.array([3.0, 3.0]), np.array([1.0, 1.0])) == (2.0, 2.0, 2.0)
+    assert np.isnan(welch_ci(np.array([1.0]), b)[1])
+    for n in (3, 5, 10):
+        assert 0.93 <= difference_coverage(n) <= 0.97

@@ -178,7 +178,7 @@ def test_adding_a_variant_takes_a_module_and_a_config_file(tmp_path: Path) -> No
     checkout = tmp_path / "checkout"
     ignore = shutil.ignore_patterns("__pycache__")
     for name in ("esbench", "conf", "hydra_plugins"):
-        shutil.copytree(REPO / name, checkout / name, ignore=ignore)
+        shutil.copytree(REPO / name, checkout / name, symlinks=True, ignore=ignore)  # esbench/_data links
     module = checkout / "esbench" / "strategies" / "zz_test_variant.py"
     config = checkout / CONF_DIR.relative_to(REPO) / "algo" / "zz_test_variant.yaml"
     assert not module.exists() and not config.exists()

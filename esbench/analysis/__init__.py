@@ -4,13 +4,17 @@ Two stages (rl-baselines3-zoo / rliable style): :mod:`~esbench.analysis.load` ag
 directory into tidy tables; everything else draws from those.
 
 - :mod:`~esbench.analysis.load`: run table and curve table (one row per run and evaluation point).
-- :mod:`~esbench.analysis.stats`: mean and bootstrap CI across seeds, IQM across tasks, common
+- :mod:`~esbench.analysis.stats`: mean and Student-t CI across seeds, IQM across tasks, common
   grids, loud seed-count checks (``allow_partial`` to mark instead of fail).
+- :mod:`~esbench.analysis.verdicts`: times to a target, ratios and the three verdict labels;
+  :mod:`~esbench.analysis.coverage`: the measured coverage of every interval.
 - :mod:`~esbench.analysis.curves`: mean/IQM curves, time to a target.
 - :mod:`~esbench.analysis.table1`, :mod:`~esbench.analysis.table2`, :mod:`~esbench.analysis.frameskip`,
   :mod:`~esbench.analysis.scaling`: one paper result each.
 - :mod:`~esbench.analysis.tables`, :mod:`~esbench.analysis.figures`: Markdown/LaTeX/CSV and PNG/PDF.
-- :mod:`~esbench.analysis.report`: ``build_report`` writes ``REPORT.md`` with tables and figures.
+- :mod:`~esbench.analysis.report`: ``build_report`` writes ``REPORT.md`` with tables and figures,
+  rendered from the report's ``data/`` (:mod:`~esbench.analysis.report_data`);
+  :mod:`~esbench.analysis.report_check`: ``esbench report --check`` recomputes and compares.
 - :mod:`~esbench.analysis.cli`: ``esbench report TARGET ...``; :mod:`~esbench.analysis.wandb_report`:
   the same report in W&B (online mode only).
 """

@@ -1,20 +1,28 @@
-"""``esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [wandb=MODE] [--allow-partial]``.
+"""``esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [wandb=MODE] [--allow-partial]``
+and ``esbench report --check PATH``.
 
 Exit codes: 0 report written; 2 bad usage, unknown target, no runs, or missing runs / unequal
 seed counts without ``--allow-partial`` (the message names each condition and its seeds).
+
+``--check PATH`` recomputes the report in PATH (or every report one or two levels below it) from
+its ``data/`` and compares (:mod:`esbench.analysis.report_check`): 0 every report up to date; 1 a
+report differs (the first difference is named); 2 a report without ``data/`` or not a report.
 """
 
 from __future__ import annotations
 
 import sys
 
-from esbench.analysis.report import TARGETS, UnknownTargetError, build_report
+from esbench.analysis.report import REPORT_FILE, TARGETS, UnknownTargetError, build_report
+from esbench.analysis.report_check import check_report, find_reports
+from esbench.analysis.report_data import ReportDataError
 from esbench.analysis.stats import IncompleteResultsError
 from esbench.analysis.wandb_report import log_report_to_wandb
 
 USAGE = (
     "usage: esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [wandb=online|offline] "
-    f"[--allow-partial]; TARGET: {', '.join(TARGETS)}, or a path to a results directory"
+    f"[--allow-partial]; TARGET: {', '.join(TARGETS)}, or a path to a results directory\n"
+    "       esbench report --check PATH   (PATH: a report directory such as paper/table1, or paper)"
 )
 _KEYS = ("results_dir", "out_dir", "seed", "wandb")
 
@@ -49,6 +57,8 @@ def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
         return 0
+    if "--check" in argv:
+        return _check([a for a in argv if a != "--check"])
     try:
         target, opts, allow_partial = _parse(argv)
         seed = int(opts.get("seed", "0"))
@@ -72,6 +82,29 @@ def main(argv: list[str]) -> int:
     log_report_to_wandb(path.parent, {"target": target, "seed": seed}, mode=opts.get("wandb"))
     print(f"report written: {path}")
     return 0
+
+
+def _check(paths: list[str]) -> int:
+    """``esbench report --check PATH``: check every report at PATH; the worst exit code."""
+    if len(paths) != 1 or paths[0].startswith("-") or "=" in paths[0]:
+        print(f"esbench report: --check takes one report directory, got {paths}\n{USAGE}", file=sys.stderr)
+        return 2
+    reports = find_reports(paths[0])
+    if not reports:
+        print(f"esbench report: no report ({REPORT_FILE}) at {paths[0]} or below it", file=sys.stderr)
+        return 2
+    status = 0
+    for report in reports:
+        try:
+            result = check_report(report)
+        except ReportDataError as err:
+            print(f"esbench report: {err}", file=sys.stderr)
+            status = 2
+            continue
+        print(result.message, file=sys.stdout if result.ok else sys.stderr)
+        if not result.ok:
+            status = max(status, 1)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

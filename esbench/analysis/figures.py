@@ -17,6 +17,8 @@ from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from esbench.analysis.curves import aggregate_curves, normalized_iqm_curve
 from esbench.analysis.stats import mean_ci
@@ -31,6 +33,9 @@ X_LABELS: dict[str, str] = {
     "frames": "Emulator frames",
     "generation": "Update step (generation / logging step)",
 }
+
+#: How a series column reads in a legend ("ES (OpenAI), frame-skip 4").
+SERIES_LABELS: dict[str, str] = {"frame_skip": "frame-skip", "workers": "workers", "cluster": "cluster"}
 
 STYLE: dict[str, Any] = {
     "font.size": 9,
@@ -83,6 +88,48 @@ def new_figure(
     return fig, axes
 
 
+def short_number(value: float, _pos: object = None) -> str:
+    """A tick label of at most a few characters: 1.5M, 250k, 0.5, -21 (no offset text, which
+    collides with axis labels)."""
+    if not np.isfinite(value):
+        return ""
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def compact_ticks(ax: Axes, x: bool = True, y: bool = True, nbins: int = 4) -> None:
+    """At most ``nbins`` + 1 ticks per axis, labelled with :func:`short_number`, so that labels
+    never overlap at the committed figure size."""
+    for on, axis in ((x, ax.xaxis), (y, ax.yaxis)):
+        if on:
+            axis.set_major_locator(MaxNLocator(nbins=nbins))
+            axis.set_major_formatter(FuncFormatter(short_number))
+
+
+def figure_legend(fig: Figure, axes: Sequence[Axes], ncols: int = 3) -> None:
+    """One legend for the whole figure, below the panels (outside every data area): each label
+    once, from whichever panel drew it first."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(
+            list(seen.values()),
+            list(seen),
+            loc="outside lower center",
+            ncols=max(1, min(ncols, len(seen))),
+            frameon=False,
+        )
+
+
+def env_title(env_id: str) -> str:
+    """A panel title short enough for a 3-panel row: the env id without its namespace."""
+    return str(env_id).split("/")[-1]
+
+
 def savefig(fig: Figure, stem: str | Path) -> list[Path]:
     """Save ``stem``.png and ``stem``.pdf with no timestamps (byte-reproducible).
 
@@ -114,12 +161,14 @@ def plot_learning_curves(
     title: str = "",
     series: Sequence[str] = ("algo",),
     stopped: Collection[object] | None = None,
+    per_seed: bool | None = None,
 ) -> list[Path]:
     """Mean evaluation return over seeds with its 95% bootstrap band, one panel per env.
 
     With more than one environment (and series = algo only) a last panel shows the IQM over
     tasks of min-max normalized scores against the fraction of each task's budget (stratified
-    bootstrap band).
+    bootstrap band; :func:`esbench.analysis.curves.normalized_iqm_curve`). One legend for the
+    figure, below the panels.
 
     Args:
         curves: The curve table.
@@ -132,35 +181,55 @@ def plot_learning_curves(
         stopped: run_ids that ended at their target score (``budget.stop_at_return``): drawn at
             their stopping score from their stop to the end of the other seeds, so that an early
             stopper does not cut its condition's curve short.
+        per_seed: Also draw each seed's own curve, thin, to its own end (default: for wall-clock,
+            where seeds end at different times and the mean stops at the first to end).
 
     Returns:
         [png path, pdf path].
     """
     series = list(series)
+    per_seed = x == "wall_clock_s" if per_seed is None else per_seed
     envs = sorted(curves["env_id"].unique())
     multi = len(envs) > 1 and series == ["algo"]
-    fig, axes = new_figure(len(envs) + int(multi))
+    n_panels = len(envs) + int(multi)
+    ncols = min(3, n_panels)
+    fig, axes = new_figure(n_panels, ncols=ncols)
     agg = aggregate_curves(curves, ["env_id", *series], x=x, rng=rng, stopped=stopped)
-    names = curves.drop_duplicates("env_id").set_index("env_id")["env_name"]
     extras = (
         sorted({tuple(k) for k in curves[series[1:]].itertuples(index=False)}) if len(series) > 1 else [()]
     )
     styles = ["-", "--", ":", "-."]
+    seeds: dict[str, set[int]] = {}  # legend label -> seed counts over the panels
     with _style():
-        for ax, env_id in zip(axes, envs, strict=False):
+        for i, (ax, env_id) in enumerate(zip(axes, envs, strict=False)):
             for key, curve in agg[agg["env_id"] == env_id].groupby(series, sort=True):
                 key = key if isinstance(key, tuple) else (key,)
                 algo, rest = str(key[0]), tuple(key[1:])
-                n = int(curve["n_seeds"].iloc[0])
                 label = algo_label(algo) + "".join(
-                    f", {c}={v}" for c, v in zip(series[1:], rest, strict=True)
+                    f", {SERIES_LABELS.get(c, c)} {v}" for c, v in zip(series[1:], rest, strict=True)
                 )
+                seeds.setdefault(label, set()).add(int(curve["n_seeds"].iloc[0]))
                 k = extras.index(rest) if rest in extras else 0
-                _band(ax, curve, algo_color(algo), f"{label} (n={n})", linestyle=styles[k % len(styles)])
-            ax.set_title(f"{names[env_id]} ({env_id})")
+                style = styles[k % len(styles)]
+                _band(ax, curve, algo_color(algo), label, linestyle=style)
+                if per_seed:
+                    mine = curves[curves["env_id"] == env_id]
+                    for c, v in zip(series, key, strict=True):
+                        mine = mine[mine[c] == v]
+                    for _, run in mine.sort_values(x, kind="stable").groupby("run_id", sort=True):
+                        ax.plot(
+                            run[x].to_numpy(float),
+                            run["eval_return_mean"].to_numpy(float),
+                            color=algo_color(algo),
+                            linestyle=style,
+                            linewidth=0.6,
+                            alpha=0.45,
+                        )
+            ax.set_title(env_title(env_id))
             ax.set_xlabel(X_LABELS.get(x, x))
-            ax.set_ylabel("Evaluation return (mean over seeds)")
-            ax.legend(loc="best", frameon=False)
+            if i % ncols == 0:
+                ax.set_ylabel("Evaluation return")
+            compact_ticks(ax)
         if multi:
             ax = axes[-1]
             for algo in sorted(curves["algo"].unique()):
@@ -170,7 +239,15 @@ def plot_learning_curves(
             ax.set_title(f"IQM over {len(envs)} tasks")
             ax.set_xlabel(f"Fraction of budget ({X_LABELS.get(x, x).split(' (')[0].lower()})")
             ax.set_ylabel("Normalized return (IQM)")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax, x=False)
+        for ax in axes:  # legend labels with the seed counts, for the figure's one legend
+            for line in ax.get_lines():
+                counts = seeds.get(str(line.get_label()))
+                if counts:
+                    n = min(counts), max(counts)
+                    line.set_label(f"{line.get_label()} ({n[0]} seeds)" if n[0] == n[1] else
+                                   f"{line.get_label()} ({n[0]}-{n[1]} seeds)")  # fmt: skip
+        figure_legend(fig, axes, ncols=2 if n_panels == 1 else 3)
         if title:
             fig.suptitle(title)
     return savefig(fig, stem)
@@ -203,20 +280,22 @@ def plot_frameskip(scores: pd.DataFrame, spread: pd.DataFrame, stem: str | Path)
                     capsize=3,
                     label=algo_label(str(algo)),
                 )
-            ax.set_title(str(env["env_name"].iloc[0]))
-            ax.set_xlabel("Frame-skip (emulator frames per action)")
+            ax.set_title(env_title(env_id))
+            ax.set_xlabel("Frame-skip (frames per action)")
             ax.set_ylabel("Final evaluation return")
             ax.set_xticks(sorted(env["frame_skip"].unique()))
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax, x=False)
             sp = spread[spread["env_id"] == env_id].sort_values("algo")
             ax_spread.bar(
                 [algo_label(str(a)) for a in sp["algo"]],
                 sp["range"].to_numpy(float),
                 color=[algo_color(str(a)) for a in sp["algo"]],
             )
-            ax_spread.set_title(f"{env['env_name'].iloc[0]}: spread across frame-skips")
-            ax_spread.set_ylabel("Range of mean final return (max - min)")
-            ax_spread.set_xlabel("Algorithm")
+            ax_spread.set_title(f"{env_title(env_id)}: spread over frame-skips")
+            ax_spread.set_ylabel("Max - min of mean final return")
+            ax_spread.tick_params(axis="x", labelrotation=15)
+            compact_ticks(ax_spread, x=False)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -256,69 +335,127 @@ def plot_scaling(table: pd.DataFrame, stem: str | Path) -> list[Path]:
                 label="throughput (timesteps/s)",
             )
             ax.set_xticks(w)
-            ax.set_title(f"{algo_label(algo)} on {g['env_name'].iloc[0]} ({cluster})")
+            where = f" ({cluster})" if table["cluster"].nunique() > 1 else ""
+            ax.set_title(f"{algo_label(algo)}, {env_title(env_id)}{where}")
             ax.set_xlabel("Workers (processes)")
             ax.set_ylabel(f"Speedup over {int(w[0])} worker(s) (x)")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax, x=False)
+        figure_legend(fig, axes)
+    return savefig(fig, stem)
+
+
+def _ratio_bound(row: Any) -> float:
+    """The lower bound of a censored ratio: ``ratio_bound`` (Table 1 against our TRPO) or the last
+    ES timestep over the paper's TRPO timesteps (against the paper's)."""
+    bound = float(getattr(row, "ratio_bound", np.nan))
+    if np.isfinite(bound):
+        return bound
+    last, trpo = (
+        float(getattr(row, "es_last_timesteps", np.nan)),
+        float(getattr(row, "paper_trpo_timesteps", np.nan)),
+    )
+    return last / trpo if trpo > 0 else np.nan
+
+
+def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> list[Path]:
+    """ES/TRPO timestep ratio with its 95% interval, per task and progress fraction (log axis).
+
+    One row per task; per progress fraction a point (our ratio) with a bar (its interval) and,
+    beside it, the paper's ratio (black cross). A ratio ES never reached is drawn at its lower
+    bound with a right-pointing triangle; an interval open to the right ends in an arrow; a ratio
+    of 0 (ES at or above the target at its first evaluation) sits on the left edge. Vertical lines
+    at 1x (as many timesteps as TRPO) and 10x (the paper's bound on the hard tasks).
+
+    Args:
+        table: :func:`esbench.analysis.table1.table1` or :func:`~esbench.analysis.table1.table1_paper`:
+            ``env_name``, ``es_algo``, ``progress_fraction``, ``ratio``, ``ratio_low``,
+            ``ratio_high``, ``paper_ratio``, and for censored rows ``ratio_bound`` or
+            ``es_last_timesteps`` and ``paper_trpo_timesteps``.
+        stem: Output path without suffix.
+        xlabel: The x axis label (whose TRPO is the denominator).
+    """
+    several = table["es_algo"].nunique() > 1
+    rows = sorted({(str(r.env_name), str(r.es_algo)) for r in table.itertuples()})
+    fracs = sorted(table["progress_fraction"].unique())
+    values = pd.concat([table[c] for c in ("ratio", "ratio_low", "ratio_high", "paper_ratio")]).to_numpy(
+        float
+    )
+    positive = values[np.isfinite(values) & (values > 0)]
+    floor = 10 ** np.floor(np.log10(min(positive.min(), 1.0) / 2)) if len(positive) else 0.01
+    top = 10 ** np.ceil(np.log10(max(positive.max(), 10.0) * 2)) if len(positive) else 100.0
+    fig, axes = new_figure(1, ncols=1, panel_size=(6.0, 0.55 * len(rows) + 1.0))
+    ax = axes[0]
+    step = 0.7 / max(1, len(fracs))
+    with _style():
+        for i, (env, algo) in enumerate(rows):
+            y0 = len(rows) - 1 - i
+            for j, p in enumerate(fracs):
+                hit = table[
+                    (table["env_name"] == env)
+                    & (table["es_algo"] == algo)
+                    & (table["progress_fraction"] == p)
+                ]
+                if hit.empty:
+                    continue
+                r = next(hit.itertuples())
+                y = y0 + ((len(fracs) - 1) / 2 - j) * step
+                color = OKABE_ITO[j % len(OKABE_ITO)]
+                ratio, low, high = float(r.ratio), float(r.ratio_low), float(r.ratio_high)
+                if np.isposinf(ratio) or bool(getattr(r, "censored", False)):
+                    bound = _ratio_bound(r)
+                    if np.isfinite(bound):
+                        ax.plot(max(bound, floor), y, marker=">", color=color, linestyle="none")  # fmt: skip
+                elif np.isfinite(ratio):
+                    if np.isfinite(low):
+                        right = min(high, top) if np.isfinite(high) else top
+                        ax.plot([max(low, floor), right], [y, y], color=color, linewidth=1.2)
+                        if not np.isfinite(high):
+                            ax.annotate(
+                                "", (top, y), (top / 2, y), arrowprops={"arrowstyle": "->", "color": color}
+                            )
+                    ax.plot(max(ratio, floor), y, marker="o" if ratio > 0 else "<", color=color,
+                            linestyle="none")  # fmt: skip
+                if np.isfinite(float(r.paper_ratio)):
+                    ax.plot(float(r.paper_ratio), y, marker="x", color="#000000", linestyle="none",
+                            markersize=5)  # fmt: skip
+        ax.axvline(1.0, color="#000000", linestyle=":", linewidth=0.8)
+        ax.axvline(10.0, color="#000000", linestyle="--", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_xlim(floor, top)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([f"{e} ({algo_label(a)})" if several else e for e, a in reversed(rows)])
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+        handles = [
+            Line2D([], [], color=OKABE_ITO[j % len(OKABE_ITO)], marker="o", label=f"{round(100 * p)}%")
+            for j, p in enumerate(fracs)
+        ]
+        handles += [
+            Line2D([], [], color="#777777", marker=">", linestyle="none", label="never reached (bound)"),
+            Line2D([], [], color="#000000", marker="x", linestyle="none", label="paper's ES"),
+        ]
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncols=len(handles),
+            frameon=False,
+            title="Share of TRPO's learning progress (colour); markers",
+            columnspacing=1.0,
+            handletextpad=0.4,
+        )
     return savefig(fig, stem)
 
 
 def plot_data_efficiency(table: pd.DataFrame, stem: str | Path) -> list[Path]:
-    """ES/TRPO timestep ratio per environment and progress fraction (log scale).
-
-    Censored ratios (ES never reached the target) are drawn hatched at their lower bound with
-    an upward arrow; the published ratios are black crosses; dotted lines mark 1x and 10x.
+    """ES/TRPO timestep ratio against our TRPO, with intervals (:func:`plot_ratio_intervals`).
 
     Args:
         table: :func:`esbench.analysis.table1.table1`.
         stem: Output path without suffix.
     """
-    envs = sorted(table["env_name"].unique())
-    fracs = sorted(table["progress_fraction"].unique())
-    fig, axes = new_figure(1, ncols=1, panel_size=(max(4.0, 1.2 * len(envs) + 1.5), 3.0))
-    ax = axes[0]
-    width = 0.8 / max(1, len(fracs))
-    with _style():
-        for j, p in enumerate(fracs):
-            color = OKABE_ITO[j % len(OKABE_ITO)]
-            for i, env in enumerate(envs):
-                row = table[(table["env_name"] == env) & (table["progress_fraction"] == p)]
-                if row.empty:
-                    continue
-                r = row.iloc[0]
-                xpos = i + (j - (len(fracs) - 1) / 2) * width
-                value = r["ratio_bound"] if r["censored"] else r["ratio"]
-                if np.isfinite(value):
-                    ax.bar(
-                        xpos,
-                        value,
-                        width=width,
-                        color=color,
-                        hatch="//" if r["censored"] else None,
-                        edgecolor="white" if r["censored"] else color,
-                        label=f"{round(100 * p)}% of TRPO progress" if i == 0 else None,
-                    )
-                    if r["censored"]:
-                        ax.annotate("", (xpos, value * 1.6), (xpos, value), arrowprops={"arrowstyle": "->"})
-                if np.isfinite(r["paper_ratio"]):
-                    ax.plot(
-                        xpos,
-                        r["paper_ratio"],
-                        marker="x",
-                        color="#000000",
-                        linestyle="none",
-                        label="paper" if (i == 0 and j == 0) else None,
-                    )
-        ax.axhline(1.0, color="#000000", linestyle=":", linewidth=0.8)
-        ax.axhline(10.0, color="#000000", linestyle="--", linewidth=0.8)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(envs)))
-        ax.set_xticklabels(envs, rotation=20, ha="right")
-        ax.set_xlabel("Environment")
-        ax.set_ylabel("ES timesteps / TRPO timesteps (x, log)")
-        ax.set_title("Data efficiency: ES vs TRPO (hatched: censored lower bound)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return savefig(fig, stem)
+    return plot_ratio_intervals(table, stem, "ES timesteps / our TRPO's timesteps to the same score (log)")
 
 
 # --- retention (issue #14) -------------------------------------------------------------------------
@@ -380,9 +517,10 @@ def plot_retention_curves(
             ax.axhline(0.0, color="#777777", linewidth=0.5)
             ax.axhline(1.0, color="#777777", linewidth=0.5, linestyle="--")
             ax.set_title(f"{seq}: {name} (stage {i})")
-            ax.set_xlabel("Environment timesteps over the sequence")
+            ax.set_xlabel("Timesteps over the sequence")
             ax.set_ylabel(f"Normalized score on {name}")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -436,13 +574,12 @@ def plot_retention_drift(
                 ax.set_title(
                     f"{seq}: {'relative L2 drift' if col == 'rel' else f'update sparsity (tau={tau:g})'}"
                 )
-                ax.set_xlabel("Environment timesteps (stage boundaries)")
+                ax.set_xlabel("Timesteps (stage boundaries)")
                 ax.set_ylabel(
-                    "||θ(t) - θ_0|| / ||θ_0||"
-                    if col == "rel"
-                    else f"Fraction of parameters with |Δ| <= {tau:g}"
+                    "||θ(t) - θ_0|| / ||θ_0||" if col == "rel" else f"Share of parameters with |Δ| <= {tau:g}"
                 )
-                ax.legend(loc="best", frameon=False)
+                compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -494,10 +631,10 @@ def plot_retention_drift_curves(
                     if int(k) < len(ends) - 1:
                         ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)
                 ax.set_title(f"{seq}: {title}")
-                ax.set_xlabel("Environment timesteps over the sequence")
+                ax.set_xlabel("Timesteps over the sequence")
                 ax.set_ylabel(ylabel)
-                if ax.get_legend_handles_labels()[0]:
-                    ax.legend(loc="best", frameon=False)
+                compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)
 
 
@@ -547,5 +684,6 @@ def plot_gain_retention(per_run: pd.DataFrame, stem: str | Path) -> list[Path]:
             ax.set_title(f"{algo_label(str(algo))} ({'RL' if family_of(str(algo)) == 'rl' else 'ES'})")
             ax.set_xlabel("New-stage gain (normalized score)")
             ax.set_ylabel("Old-stage change (< 0: forgetting)")
-            ax.legend(loc="best", frameon=False)
+            compact_ticks(ax)
+        figure_legend(fig, axes)
     return savefig(fig, stem)

@@ -2,7 +2,7 @@
 
 The paper's claim: ES learns about equally well at every frame-skip (Pong, frame-skip 1-4),
 whereas RL's outcome depends on it. We measure the final evaluation score per (algorithm,
-environment, frame-skip), mean over seeds with a 95% bootstrap CI, and its spread across
+environment, frame-skip), mean over seeds with a 95% Student-t CI, and its spread across
 frame-skips (range and standard deviation of those means) for ES and for RL.
 """
 
@@ -25,7 +25,7 @@ def frameskip_scores(
 
     Args:
         runs: Complete runs of the run table.
-        rng: Generator for the bootstrap CIs (groups visited in sorted order).
+        rng: Unused by the Student-t CIs; kept so every table function takes one.
         partial: (algo, env_id, frame_skip) keys marked partial.
 
     Returns:

@@ -123,6 +123,8 @@ class Results:
             ``file`` and ``reason``. One with an unreadable summary.json or metrics.csv is also in
             ``runs``, as not complete (it contributes no numbers); one with an unreadable
             config.yaml cannot be placed, and is only here.
+        configs: ``config.yaml`` of each run of ``runs`` as plain data (:func:`read_config`),
+            keyed by run_id: what made the run, shipped with a report.
     """
 
     root: Path
@@ -131,6 +133,7 @@ class Results:
     env_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     superseded: pd.DataFrame = field(default_factory=pd.DataFrame)
     unreadable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(UNREADABLE_COLUMNS)))
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def complete(self) -> pd.DataFrame:
@@ -438,8 +441,9 @@ def load_curves(run_table: pd.DataFrame, eval_only: bool = True) -> pd.DataFrame
 
 
 def load_results(results_dir: str | Path) -> Results:
-    """Load the run table, the curve table and each complete run's ``env.json``; runs superseded
-    by a newer complete run of the same replicate are set aside (:func:`split_superseded`).
+    """Load the run table, the curve table, each run's config and each complete run's ``env.json``;
+    runs superseded by a newer complete run of the same replicate are set aside
+    (:func:`split_superseded`).
 
     Runs with an unreadable file are warned about, never counted, and listed in
     :attr:`Results.unreadable` (:func:`scan_runs`).
@@ -461,6 +465,7 @@ def load_results(results_dir: str | Path) -> Results:
         runs=runs,
         curves=load_curves(runs),
         env_info=env_info,
+        configs={str(r["run_id"]): read_config(Path(r["path"]) / CONFIG_FILE) for _, r in runs.iterrows()},
         superseded=superseded,
         unreadable=unreadable,
     )

@@ -6,13 +6,17 @@
     REPORT.md           scale, hardware, versions, git commit, the paper's claims checked
     tables/*.md|tex|csv
     figures/*.png|pdf
+    data/               what it is computed from (:mod:`esbench.analysis.report_data`)
 
 A target that is a path to any results directory gets learning curves and a summary table.
-The report contains no timestamps: the same results and seed give the same bytes.
+The runs are read once and written to ``data/``; everything else is rendered from ``data/`` alone
+(:func:`render_report`), so ``esbench report --check`` (:mod:`esbench.analysis.report_check`) can
+recompute it. The report contains no timestamps: the same data and seed give the same bytes.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,17 +26,28 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.coverage import ratio_coverage
 from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
-from esbench.analysis.load import Results, _read_json, is_es, load_results, stopped_runs
+from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
 from esbench.analysis.projection import (
     CALIBRATION_FILE,
     Calibration,
     local_table,
     plot_projection,
     projection_markdown,
+)
+from esbench.analysis.report_data import (
+    CALIBRATION_DATA_FILE,
+    DATA_DIR,
+    Manifest,
+    figure_versions,
+    is_report_data,
+    read_manifest,
+    read_report_data,
+    write_report_data,
 )
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
 from esbench.analysis.retention_decisions import matched_gain_section
@@ -44,9 +59,11 @@ from esbench.analysis.retention_report import (
     wandb_summary,
 )
 from esbench.analysis.scaling import scaling_table, time_to_threshold, write_scaling
-from esbench.analysis.stats import check_seeds, mean_ci, partial_keys
+from esbench.analysis.stats import check_seeds, coverage_sentence, mean_ci, partial_keys
 from esbench.analysis.table1 import (
-    claim_of,
+    claim_rows,
+    claims_markdown,
+    claims_table,
     load_mujoco_reference,
     table1,
     table1_paper,
@@ -55,6 +72,7 @@ from esbench.analysis.table1 import (
 )
 from esbench.analysis.table2 import (
     count_wins,
+    eval_label,
     fmt_hns,
     load_atari_reference,
     median_hns,
@@ -65,15 +83,16 @@ from esbench.analysis.table2 import (
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.time_to_score import time_to_common_score, write_time_to_score
 from esbench.analysis.verdicts import (
-    INCONCLUSIVE,
+    TIME_CI_METHOD,
+    UNDECIDED,
     Verdict,
-    combine,
     interval_verdict,
     percentile_interval,
     resample_means,
     resample_medians,
 )
-from esbench.tracking.schema import CONFIG_FILE, ENV_FILE
+from esbench.tracking.schema import CONFIG_FILE, ENV_FILE, METRICS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
+from esbench.tracking.store import code_revision
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
@@ -158,7 +177,7 @@ def _table_md(paths: dict[str, Path], root: Path) -> str:
 
 
 def _verdict(ok: bool | None) -> str:
-    return {True: "supported", False: "not supported", None: "inconclusive"}[ok]
+    return {True: "supported", False: "contradicted", None: "undecided"}[ok]
 
 
 def _curve_figures(
@@ -175,7 +194,19 @@ def _curve_figures(
                 series=series,
                 stopped=stopped_runs(results),
             )
-            caption = f"Evaluation return against {what}: mean over seeds, 95% bootstrap band"
+            caption = f"Evaluation return against {what}: mean over seeds, 95% Student-t band"
+            if x == "wall_clock_s":
+                caption += (
+                    "; thin lines: each seed, to its own end (the mean stops where the first seed of "
+                    "its condition stops)"
+                )
+            if results.curves["env_id"].nunique() > 1 and series == ("algo",):
+                caption += (
+                    ". Last panel: interquartile mean (IQM) over tasks of the normalized return, "
+                    "(R - R_min) / (R_max - R_min) with R_min and R_max the lowest and highest "
+                    "evaluation return any algorithm reached on the task, against the fraction of "
+                    "each algorithm's own budget on the task; stratified bootstrap band"
+                )
             if stopped_runs(results):
                 caption += (
                     "; a run that stopped at its target score (budget.stop_at_return) is held at that "
@@ -251,75 +282,68 @@ def _summary_table(
     return _table_md(paths, root)
 
 
-def _table1_claim(env_id: str, env: pd.DataFrame) -> str:
-    """The claim row of one environment against our TRPO: < 10x on the hard tasks at every
-    fraction, <= 1x at 100% on the easy ones, decided from the bootstrap intervals over ES's seeds
-    (each covered row's verdict of :func:`esbench.analysis.table1.table1`, combined)."""
-    name = str(env["env_name"].iloc[0])
-    covered = env[env["verdict"] != ""]
-    verdict = combine([Verdict(w, d) for w, d in zip(covered["verdict"], covered["decide"], strict=True)])
-    ours = ", ".join(f"{round(100 * r.progress_fraction)}%: {r.ratio_text}" for r in covered.itertuples())
-    ours += (
-        f" (ES over our TRPO's timesteps; {int(env['n_seeds_es'].max())} ES seeds, "
-        f"{int(env['n_seeds_rl'].max())} TRPO seeds)"
-    )
-    paper = (
-        ", ".join(fmt_num(v, 3) for v in covered["paper_ratio"])
-        if covered["paper_ratio"].notna().any()
-        else "—"
-    )
-    who = f" ({algo_label(str(env['es_algo'].iloc[0]))})" if env["es_algo"].nunique() == 1 else ""
-    claim = _claim_text(env_id, name) + ", against our tuned TRPO" + who
-    return f"| {claim} | {paper} | {ours} | {_verdict_text(verdict)} |"
-
-
-def _claim_text(env_id: str, name: str) -> str:
-    limit, _, every = claim_of(env_id)
-    if every:
-        return f"{name}: ES needs < {fmt_num(limit, 3)}x TRPO's timesteps (hard task)"
-    return f"{name}: ES needs no more timesteps than TRPO at 100% (easy task)"
-
-
 def _verdict_text(v: Verdict) -> str:
     return v.word + (f": {v.decide}" if v.decide else "")
 
 
-def _paper_curve_claims(table: pd.DataFrame) -> list[str]:
-    """One claim row per (env, ES algo) of :func:`table1_paper`, decided from its intervals."""
-    rows = []
-    for (env_id, es_algo), g in table.groupby(["env_id", "es_algo"], sort=True):
-        covered = g[g["verdict"] != ""]
-        verdict = combine([Verdict(w, d) for w, d in zip(covered["verdict"], covered["decide"], strict=True)])
-        who = f" ({algo_label(str(es_algo))})" if table["es_algo"].nunique() > 1 else ""
-        ours = ", ".join(
-            f"{round(100 * r.progress_fraction)}%: "
-            + (f"> {fmt_num(r.es_last_timesteps / r.paper_trpo_timesteps, 2)}" if np.isposinf(r.ratio)
-               else fmt_num(r.ratio, 2))
-            for r in covered.itertuples()
-        )  # fmt: skip
-        paper = ", ".join(fmt_num(v, 3) for v in covered["paper_ratio"])
-        claim = _claim_text(str(env_id), str(g["env_name"].iloc[0])) + who
-        ours += f" (our ES over the paper's TRPO timesteps; {int(g['n_seeds_es'].max())} seeds)"
-        rows.append(f"| {claim} | {paper} | {ours} | {_verdict_text(verdict)} |")
-    return rows
+def _time_coverage_text(n_seeds: int) -> str:
+    """Measured coverage of the time-to-target and ratio intervals at ``n_seeds`` (a report's own)."""
+    if n_seeds < 2:
+        return f"none (with {n_seeds} seed there is no interval)"
+    alone, _ = ratio_coverage(n_seeds, 0)
+    both, _ = ratio_coverage(n_seeds, n_seeds)
+    return (
+        f"{100 * alone:.1f}% over the paper's TRPO (a constant), {100 * both:.1f}% over our TRPO "
+        "(500 simulated data sets each)"
+    )
 
 
 def _section_table1(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
     stopped = stopped_runs(results)
     paper = table1_paper(results.curves, load_mujoco_reference(), rng, stopped=stopped, partial=partial)
+    table = table1(results.curves, load_mujoco_reference(), partial=partial, rng=rng, stopped=stopped)
     if not paper.empty:
+        claims = claims_table(paper, table)
+        seeds = int(paper["n_seeds_es"].min())
+        sec.body.append(
+            "## Claims in the paper's words\n\n"
+            "Each claim is the paper's own sentence (results/reference/salimans2017_claims.csv) with two "
+            "separate answers: does the claim hold here (against the paper's TRPO curve and, where we "
+            "ran TRPO, against ours), and did we reproduce the paper's number (our ratio's interval "
+            "contains the paper's). Each answer is supported, contradicted or undecided.\n\n"
+            + claims_markdown(claims)
+            + f"\nTimes to a target: {TIME_CI_METHOD}, 95%; over our TRPO both sides' seeds are "
+            "resampled (each side at sqrt(0.95)). Measured coverage on synthetic learning curves "
+            f"at {seeds} seed(s): {_time_coverage_text(seeds)}.\n"
+        )
+        sec.claims += claim_rows(claims)
         sec.body.append(
             "## Table 1 against the paper's own TRPO curve\n\n"
             "*Question answered: does esbench's ES behave like the paper's ES?* The paper publishes "
             "TRPO's target score at each fraction of its learning progress and the timesteps its "
             "TRPO and its ES needed to reach it. Here our ES is timed to those same scores, and the "
-            "ratio divides by the paper's TRPO timesteps, so no 2017 TRPO has to be re-run. The "
-            "paper's claims are decided on this table, from bootstrap intervals over seeds.\n\n"
+            "ratio divides by the paper's TRPO timesteps, so no 2017 TRPO has to be re-run.\n\n"
             + _table_md(write_table1_paper(paper, root / "tables"), root)
         )
-        sec.claims += _paper_curve_claims(paper)
-    table = table1(results.curves, load_mujoco_reference(), partial=partial, rng=rng, stopped=stopped)
+        paths = figures.plot_ratio_intervals(
+            paper,
+            root / "figures" / "table1_headline",
+            "Our ES's timesteps / the paper's TRPO timesteps to the same score (log)",
+        )
+        sec.body.append(
+            _figure_md(
+                paths,
+                root,
+                "The decisive result: per task, our ES's timesteps to the paper's TRPO score at p of "
+                "TRPO's learning progress (target(p) = init + p (final - init) of the paper's TRPO curve, "
+                "supplementary Table 3), divided by the timesteps the paper's TRPO needed; dots and bars: "
+                "our ratio and its 95% interval (inverted Student-t band of the ES mean curve); "
+                "black crosses: the paper's own ES/TRPO ratio; triangles: never reached within the budget "
+                "(drawn at the lower bound last timestep / TRPO timesteps); dotted line 1x, "
+                "dashed line 10x (the paper's bound on the hard tasks)",
+            )
+        )
     if table.empty:
         sec.body.append(
             "No environment has both ES and TRPO runs: the comparison with our TRPO is not computed.\n"
@@ -334,17 +358,24 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
         )
         paths = figures.plot_data_efficiency(table, root / "figures" / "data_efficiency")
         sec.body.append(
-            _figure_md(paths, root, "ES/TRPO timestep ratio per environment (log scale); crosses: paper")
+            _figure_md(
+                paths,
+                root,
+                "ES timesteps / our TRPO's timesteps to reach p of our TRPO's learning progress "
+                "(target(p) = init + p (final - init) of our TRPO's mean curve), per task, with 95% "
+                "intervals over both sides' seeds; black crosses: the paper's ratios (its ES over its TRPO); "
+                "triangles: never reached (lower bound); dotted line 1x, dashed line 10x",
+            )
         )
-        for (env_id, _), env in table.groupby(["env_id", "es_algo"], sort=True):
-            sec.claims.append(_table1_claim(str(env_id), env))
     sec.body += _section_time_to_score(results, root, rng).body
     return sec
 
 
 def _section_table2(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
-    table = table2(results.complete, load_atari_reference(), rng=rng, partial=partial)
+    complete = results.complete
+    labels = [eval_label(results.configs.get(str(i))) for i in complete["run_id"]]
+    table = table2(complete.assign(eval_label=labels), load_atari_reference(), rng=rng, partial=partial)
     sec.body.append(
         "## Table 2: Atari final scores\n\n"
         "*Question answered: at our budget, does ES end up with a higher score than the synchronous "
@@ -380,7 +411,7 @@ def _table2_claim(complete: pd.DataFrame, rng: np.random.Generator, es_algo: str
     A3C on these games, decided from the bootstrap interval of our win count over seeds."""
     wins, low, high, n, min_seeds = win_count_interval(complete, rng, es_algo)
     if n == 0 or pn == 0:
-        verdict = Verdict(INCONCLUSIVE, "needs games with both ES and A2C runs (and a published score)")
+        verdict = Verdict(UNDECIDED, "needs games with both ES and A2C runs (and a published score)")
         interval = ""
     else:
         at_least = pw / pn >= 0.5  # the paper's side of half the games
@@ -535,7 +566,7 @@ def _efficiency_interval(
 def _projection(results: Results, table: pd.DataFrame, root: Path) -> list[str]:
     """The scaling projection (:mod:`esbench.analysis.projection`), when this machine's costs have
     been measured (``esbench bench projection``); otherwise how to get it."""
-    cal = Calibration.load()
+    cal = Calibration.load(root / DATA_DIR / CALIBRATION_DATA_FILE)
     if cal is None:
         return [
             "Measured up to the workers actually run. The projection past this machine's cores needs "
@@ -690,8 +721,10 @@ def _section_retention(
         "for every algorithm (0: the untrained policies, 1: the best single-stage reference run of any "
         "algorithm; raw returns in the CSVs); the metrics follow "
         "Continual World (Wołczyk et al. 2021) and, for drift and sparsity, Abdi, Gupta et al. (2026). "
-        f"Seeds per condition: {seeds_text}; intervals are percentile bootstrap 95% CIs over seeds "
-        "(2,000 resamples, one seeded Generator), absent with fewer than 2 seeds.\n"
+        f"Seeds per condition: {seeds_text}; intervals are Student-t 95% CIs over seeds "
+        "(differences: Welch's t), absent with fewer than 2 seeds. "
+        + coverage_sentence(min(n_used, default=0))
+        + "\n"
     )
     sec.body.append("### Seeds\n\n" + _seeds_markdown(data))
     sec.body.append("### Budgets and wall-clock\n\n" + _budget_markdown(runs, root))
@@ -715,7 +748,7 @@ def _section_retention(
                 paths,
                 root,
                 "Normalized score of each stage over the sequence (ES solid, RL dashed; mean over seeds, "
-                "95% bootstrap band); dotted: stage boundaries; shaded: the stage's own training",
+                "95% Student-t band); dotted: stage boundaries; shaded: the stage's own training",
             )
         )
         if not data.drift.empty:
@@ -725,7 +758,7 @@ def _section_retention(
                     paths,
                     root,
                     "Parameter drift from the sequence's starting parameters at each stage boundary (the "
-                    "snapshots): relative L2 and update sparsity; mean over seeds, 95% bootstrap bars",
+                    "snapshots): relative L2 and update sparsity; mean over seeds, 95% Student-t bars",
                 )
             )
         else:
@@ -741,7 +774,7 @@ def _section_retention(
                     "Drift at every evaluation point: relative L2 and update sparsity of the parameters "
                     "since the stage began, and the policy KL on the states each ended stage's final "
                     "policy visited (ES continuous actions: Gaussians of std 0.01 around them); mean over "
-                    "seeds, 95% bootstrap band; dotted: stage boundaries",
+                    "seeds, 95% Student-t band; dotted: stage boundaries",
                 )
             )
         gains = data.per_run[data.per_run["metric"] == "new_stage_gain"]
@@ -766,29 +799,41 @@ def _section_retention(
     return sec
 
 
-def _retention_report(name: str, runs_dir: Path, out_dir: str | Path, seed: int) -> Path:
-    """The ``retention`` report: sequence runs and their single-stage references, read by
-    :mod:`esbench.analysis.retention_report`. Missing seeds are reported, never fatal."""
+#: The files of a sequence run the retention analysis reads, shipped in the report's data/.
+RETENTION_RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE, SNAPSHOTS_FILE)
+
+
+def _retention_results(runs_dir: Path) -> Results:
+    """The sequence runs and their single-stage references under ``runs_dir``, read by
+    :mod:`esbench.analysis.retention_report` (no curve table: the analysis reads each run's files)."""
     runs, superseded, unreadable = scan_sequence_runs(runs_dir)
     if runs.empty or not runs["complete"].any():
         raise FileNotFoundError(
             f"no complete sequence runs (with summary.json and sequence stages) under {runs_dir}"
         )
-    root = Path(out_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    data = analyse_retention(runs)
-    section = _section_retention(data, runs, root, rng)
     info = {
         str(r["run_id"]): _read_json(Path(r["path"]) / ENV_FILE) for _, r in runs[runs["complete"]].iterrows()
     }
-    results = Results(runs_dir, runs, pd.DataFrame(), info, superseded, unreadable)
-    text = [f"# Retention report: {name}\n"]
+    configs = {str(r["run_id"]): read_config(Path(r["path"]) / CONFIG_FILE) for _, r in runs.iterrows()}
+    return Results(
+        runs_dir, runs, pd.DataFrame(), info, configs=configs, superseded=superseded, unreadable=unreadable
+    )
+
+
+def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
+    """The ``retention`` report from its data: sequence runs and their single-stage references.
+    Missing seeds are reported, never fatal."""
+    runs = results.runs
+    rng = np.random.default_rng(manifest.seed)
+    data = analyse_retention(runs)
+    section = _section_retention(data, runs, root, rng)
+    text = [f"# Retention report: {manifest.name}\n"]
     text.append(
         "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "
-        f"the runs under `{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+        f"the runs under `{manifest.runs_dir}`. Bootstrap seed: {manifest.seed}.\n"
     )
-    text.append(provenance(results))
+    text += _revision_warnings(manifest)
+    text.append(provenance(results, manifest))
     partial = data.seeds[(data.seeds["missing"] != "") | (data.seeds["references_missing"] != "")]
     if len(partial):
         flagged = "; ".join(f"{r.algo}/{r.sequence}" for r in partial.itertuples())
@@ -820,10 +865,17 @@ def _unique(values: Any) -> list[str]:
     return sorted({str(v) for v in values if v is not None and str(v) != "nan"})
 
 
-def provenance(results: Results) -> str:
-    """Markdown: scale, hardware, Python, git commit and package versions of the runs."""
+def provenance(results: Results, manifest: Manifest | None = None) -> str:
+    """Markdown: scale, hardware, Python, git commit and package versions of the runs, and (from
+    the report's ``manifest``) the commit the report itself was made from."""
     info = list(results.env_info.values())
     lines = ["## Provenance\n"]
+    if manifest is not None:
+        state = {True: "with uncommitted changes", False: "clean tree", None: "tree state unknown"}
+        lines.append(
+            f"- Report made from: esbench commit {manifest.report_commit or 'unknown'} "
+            f"({state[manifest.report_dirty]}); its data: `data/` (`esbench report --check` recomputes it)"
+        )
     lines.append(f"- Scale: {', '.join(_unique(results.runs['scale'])) or 'unknown'}")
     lines.append(f"- Experiments: {', '.join(_unique(results.runs['experiment']))}")
     complete = int(results.runs["complete"].sum())
@@ -862,6 +914,12 @@ def provenance(results: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_revision() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the esbench checkout making a report now (None where not a git checkout)."""
+    revision = code_revision()
+    return revision["git_commit"], revision["git_dirty"]
+
+
 def build_report(
     target: str,
     results_dir: str | Path = "results/runs",
@@ -869,11 +927,16 @@ def build_report(
     allow_partial: bool = False,
     seed: int = 0,
 ) -> Path:
-    """Write the tables, figures and ``REPORT.md`` of one target.
+    """Write the data, tables, figures and ``REPORT.md`` of one target.
+
+    The runs are read once and written to ``out_dir/<name>/data/`` (:mod:`esbench.analysis.report_data`);
+    the report is then rendered from that directory alone (:func:`render_report`), so that
+    ``esbench report --check`` can recompute it later from the same bytes.
 
     Args:
         target: One of :data:`TARGETS`, or a path to any results directory.
-        results_dir: Root of the results store (named targets read ``results_dir/target``).
+        results_dir: Root of the results store (named targets read ``results_dir/target``), or a
+            report's ``data/`` directory (the report is rendered again from it).
         out_dir: Reports go to ``out_dir/<target name>/``.
         allow_partial: Report missing runs / unequal seed counts (marked ``*``) instead of failing.
             The ``retention`` target always reports them (which seeds, which runs) and never fails
@@ -888,17 +951,87 @@ def build_report(
         FileNotFoundError: No runs where the target's runs should be.
         IncompleteResultsError: Missing runs or unequal seed counts, and not allow_partial.
     """
+    if is_report_data(results_dir):
+        return _report_from_data(target, Path(results_dir), Path(out_dir))
     name, runs_dir, kind = resolve_target(target, results_dir)
     if kind == "retention":
-        return _retention_report(name, runs_dir, out_dir, seed)
-    results = load_results(runs_dir)
-    by, make_section = _SECTIONS[kind]
-    counts = check_seeds(results.runs, by, allow_partial=allow_partial)
-    partial = partial_keys(counts, by)
-    if results.complete.empty:
-        raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
+        results = _retention_results(runs_dir)
+    else:
+        results = load_results(runs_dir)
+        check_seeds(results.runs, _SECTIONS[kind][0], allow_partial=allow_partial)  # fail before writing
+        if results.complete.empty:
+            raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
     root = Path(out_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
+    for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
+        if old.is_dir():  # a report is one build's output: nothing of an older one lingers
+            shutil.rmtree(old)
+        elif old.is_file():
+            old.unlink()
+    commit, dirty = report_revision()
+    manifest = Manifest(
+        name=name,
+        target=target,
+        kind=kind,
+        runs_dir=runs_dir.as_posix(),
+        seed=seed,
+        allow_partial=allow_partial,
+        scales=_unique(results.runs["scale"]),
+        report_commit=commit,
+        report_dirty=dirty,
+        run_commits=_unique(i.get("git_commit") for i in results.env_info.values()),
+        figure_versions=figure_versions(),
+    )
+    calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
+    run_files = RETENTION_RUN_FILES if kind == "retention" else ()
+    write_report_data(results, root / DATA_DIR, manifest, calibration=calibration, run_files=run_files)
+    return render_report(root)
+
+
+def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
+    """A report rendered from another report's ``data/`` (``results_dir=paper/table1/data``): the
+    data are copied to ``out_dir/<name>/data/`` (unless they are already there), then rendered.
+
+    Raises:
+        UnknownTargetError: ``target`` is neither the report's target nor its name.
+    """
+    manifest = read_manifest(data_dir)
+    if target not in (manifest.target, manifest.name):
+        raise UnknownTargetError(
+            f"{data_dir} holds the data of report {manifest.name!r} (target {manifest.target!r}), "
+            f"not of {target!r}"
+        )
+    root = out_dir / manifest.name
+    if (root / DATA_DIR).resolve() != data_dir.resolve():
+        for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.is_file():
+                old.unlink()
+        shutil.copytree(data_dir, root / DATA_DIR)
+    return render_report(root)
+
+
+def render_report(root: str | Path) -> Path:
+    """Write ``REPORT.md``, ``tables/`` and ``figures/`` of the report in ``root`` from ``root/data/``
+    alone: a pure function of that directory (same data, same bytes).
+
+    Returns:
+        Path of the written ``REPORT.md``.
+
+    Raises:
+        ReportDataError: ``root/data`` is not a report's data directory.
+        IncompleteResultsError: Missing runs or unequal seed counts the report did not allow.
+    """
+    root = Path(root)
+    results, manifest = read_report_data(root / DATA_DIR)
+    kind, seed = manifest.kind, manifest.seed
+    if kind == "retention":
+        return _render_retention(root, results, manifest)
+    by, make_section = _SECTIONS[kind]
+    counts = check_seeds(results.runs, by, allow_partial=manifest.allow_partial)
+    partial = partial_keys(counts, by)
+    (root / "tables").mkdir(parents=True, exist_ok=True)
+    (root / "figures").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
 
     section = make_section(results, root, rng, partial)
@@ -914,13 +1047,14 @@ def build_report(
     body += _curve_figures(results, root, rng, series=series)
     body.append("## Summary per condition\n\n" + _summary_table(results, root, rng, by, partial))
 
-    text = [f"# Reproduction report: {name}\n"]
+    text = [f"# Reproduction report: {manifest.name}\n"]
     text.append(
         "Salimans et al. (2017), *Evolution Strategies as a Scalable Alternative to Reinforcement Learning* "
         "(arXiv:1703.03864), reproduced with esbench from the runs under "
-        f"`{runs_dir.as_posix()}`. Bootstrap seed: {seed}.\n"
+        f"`{manifest.runs_dir}`. Bootstrap seed: {seed}.\n"
     )
-    text.append(provenance(results))
+    text += _revision_warnings(manifest)
+    text.append(provenance(results, manifest))
     if partial:
         flagged = "; ".join("/".join(map(str, k)) for k in sorted(partial, key=str))
         text.append(f"**Partial results** (marked `*`): {flagged}.\n")
@@ -931,6 +1065,30 @@ def build_report(
         )
     else:
         text.append("No claim of the paper is tied to this target: learning curves and a summary only.\n")
+    seeds = int(counts["n_seeds"].min()) if len(counts) else 0
+    text.append(
+        coverage_sentence(seeds) + " Every interval method with its measured coverage: docs/statistics.md "
+        "(`python -m esbench.analysis.coverage`).\n"
+    )
     path = root / REPORT_FILE
-    path.write_text("\n".join([*text, *body]))
+    atomic_write_text(path, "\n".join([*text, *body]))
     return path
+
+
+def _revision_warnings(manifest: Manifest) -> list[str]:
+    """Loud lines at the top of REPORT.md when the report or its runs cannot be tied to one clean commit."""
+    out = []
+    if manifest.report_commit is None:
+        out.append("> **Warning: this report was not made from a git checkout**: no commit reproduces it.\n")
+    elif manifest.report_dirty:
+        out.append(
+            f"> **Warning: this report was made from a working tree with uncommitted changes** (on "
+            f"commit {manifest.report_commit}): no commit is known to reproduce it. Regenerate it "
+            "from a clean checkout.\n"
+        )
+    if len(manifest.run_commits) > 1:
+        out.append(
+            f"> **Warning: the runs came from {len(manifest.run_commits)} different commits** "
+            f"({', '.join(manifest.run_commits)}): their numbers may not be comparable.\n"
+        )
+    return out

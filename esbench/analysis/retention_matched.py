@@ -48,11 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from esbench.analysis.retention import LAST_K, score_matrix
 from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
-from esbench.analysis.stats import mean_ci
+from esbench.analysis.stats import mean_ci, welch_ci
 
 #: Verdicts of a claim decided by an interval.
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
@@ -105,29 +104,19 @@ class GainPath:
 def welch_diff_ci(
     a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95
 ) -> tuple[float, float, float]:
-    """``mean(a) - mean(b)`` and its Welch t interval (two independent groups, unequal variances).
-
-    ``se = sqrt(s_a^2/n_a + s_b^2/n_b)`` and the Welch-Satterthwaite degrees of freedom
-    ``se^4 / ((s_a^2/n_a)^2/(n_a-1) + (s_b^2/n_b)^2/(n_b-1))``; the interval is
-    ``d -/+ t_{(1+c)/2, df} se``. When both groups have zero variance the interval is the point.
+    """``mean(a) - mean(b)`` over the finite values, with Welch's t interval
+    (:func:`esbench.analysis.stats.welch_ci`: two independent groups, unequal variances,
+    Welch-Satterthwaite degrees of freedom).
 
     Returns:
-        (difference, low, high); NaN bounds when a group has fewer than 2 values.
+        (difference, low, high); all NaN when a group has no finite value, NaN bounds when a group
+        has fewer than 2.
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     if not len(x) or not len(y):
         return float("nan"), float("nan"), float("nan")
-    d = float(np.mean(x) - np.mean(y))
-    if len(x) < 2 or len(y) < 2:
-        return d, float("nan"), float("nan")
-    va, vb = np.var(x, ddof=1) / len(x), np.var(y, ddof=1) / len(y)
-    se = float(np.sqrt(va + vb))
-    if se == 0.0:
-        return d, d, d
-    df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
-    half = float(stats.t.ppf(0.5 + confidence / 2.0, df)) * se
-    return d, d - half, d + half
+    return welch_ci(x, y, confidence)
 
 
 def verdict(low: float, high: float, below_supports: bool = True) -> str:

@@ -1,11 +1,14 @@
-"""Statistics across seeds and tasks: means, bootstrap CIs, IQM, common grids, seed checks.
+"""Statistics across seeds and tasks: means, confidence intervals, IQM, common grids, seed checks.
 
-Seeds are the replication unit. Every resampling draws from an explicit, seeded
+Seeds are the replication unit. The interval of a mean over seeds is Student's t interval
+(:func:`mean_ci`): chosen by simulation (:func:`simulated_coverage`), it covers the true mean
+95% of the time on normal data at 3, 5 and 10 seeds, where a percentile bootstrap covers 75%,
+83% and 90% (at 3 seeds a bootstrap interval can never leave [min seed, max seed]). Across tasks
+the aggregate is the interquartile mean (IQM, ``scipy.stats.trim_mean(x, 0.25)``) with a
+stratified percentile bootstrap (seeds resampled within each task), as in Agarwal et al. (2021),
+"Deep RL at the Edge of the Statistical Precipice"; its coverage is measured by
+:mod:`esbench.analysis.coverage`. Every resampling draws from an explicit, seeded
 ``np.random.Generator`` (never a global RNG), so a report is reproducible byte for byte.
-Confidence intervals are percentile bootstrap intervals (``scipy.stats.bootstrap``); across
-tasks the aggregate is the interquartile mean (IQM, ``scipy.stats.trim_mean(x, 0.25)``) with a
-stratified bootstrap (seeds resampled within each task), as in Agarwal et al. (2021), "Deep RL
-at the Edge of the Statistical Precipice".
 """
 
 from __future__ import annotations
@@ -18,6 +21,19 @@ from scipy import stats
 
 #: Default bootstrap resamples (enough for stable 95% percentile intervals on a few seeds).
 N_RESAMPLES = 2000
+
+#: The interval method of :func:`mean_ci`, as a report names it.
+MEAN_CI_METHOD = "Student-t interval of the mean over seeds"
+
+#: Distributions :func:`simulated_coverage` draws from: name -> (sampler, true mean).
+#: ``lognormal`` (sigma 1) is the skewed case a report quotes beside the normal one.
+DISTRIBUTIONS: dict[str, tuple[str, float]] = {
+    "normal": ("standard normal", 0.0),
+    "lognormal": ("lognormal, sigma 1 (skewed)", float(np.exp(0.5))),
+}
+
+#: Interval methods :func:`simulated_coverage` measures (``t`` is the one :func:`mean_ci` uses).
+COVERAGE_METHODS: tuple[str, ...] = ("t", "percentile", "bca")
 
 
 class IncompleteResultsError(ValueError):
@@ -36,6 +52,10 @@ def bootstrap_ci(
     n_resamples: int = N_RESAMPLES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap CI of the mean across seeds (axis 0).
+
+    Not what a report prints for a mean over seeds (:func:`mean_ci` is): at 3 to 10 seeds it is
+    too narrow (:func:`simulated_coverage` measures it at 75-90% for a nominal 95%). It stays for
+    comparison, and for statistics without a t interval.
 
     Args:
         values: Array of shape (n_seeds,) or (n_seeds, n_points); NaN-free along axis 0 for a
@@ -77,23 +97,189 @@ def bootstrap_ci(
     return low, high
 
 
-def mean_ci(
-    values: np.ndarray, rng: np.random.Generator, confidence: float = 0.95
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean across seeds (axis 0) and its bootstrap CI.
+def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Student's t interval of the mean across seeds (axis 0): mean +- t_{n-1} s / sqrt(n).
 
     Args:
         values: Array of shape (n_seeds,) or (n_seeds, n_points).
-        rng: Generator for the bootstrap.
+        confidence: Confidence level of the two-sided interval.
+
+    Returns:
+        (low, high), each of shape () or (n_points,). NaN where fewer than 2 seeds or any NaN
+        in the column; the point itself where every seed is equal.
+    """
+    data = np.asarray(values, dtype=float)
+    squeeze = data.ndim == 1
+    if squeeze:
+        data = data[:, None]
+    n = data.shape[0]
+    low = np.full(data.shape[1], np.nan)
+    high = np.full(data.shape[1], np.nan)
+    ok = np.all(np.isfinite(data), axis=0)
+    if n >= 2 and ok.any():
+        col = data[:, ok]
+        mean = col.mean(axis=0)
+        half = stats.t.ppf(0.5 + confidence / 2.0, n - 1) * col.std(axis=0, ddof=1) / np.sqrt(n)
+        low[ok], high[ok] = mean - half, mean + half
+    if squeeze:
+        return low[0], high[0]
+    return low, high
+
+
+def mean_ci(
+    values: np.ndarray, rng: np.random.Generator | None = None, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean across seeds (axis 0) and its Student-t interval (:func:`t_interval`).
+
+    The t interval keeps its promise at the seed counts benchmarks run (measured by
+    :func:`simulated_coverage`: 95% on normal data at 3, 5 and 10 seeds); a percentile
+    bootstrap does not.
+
+    Args:
+        values: Array of shape (n_seeds,) or (n_seeds, n_points).
+        rng: Unused (the t interval draws nothing); kept so every interval function takes one.
         confidence: Confidence level.
 
     Returns:
         (mean, low, high), each of shape () or (n_points,).
     """
+    del rng
     data = np.asarray(values, dtype=float)
     mean = np.mean(data, axis=0)
-    low, high = bootstrap_ci(data, rng, confidence)
+    low, high = t_interval(data, confidence)
     return mean, low, high
+
+
+def welch_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """mean(a) - mean(b) and Welch's t interval (two independent samples, unequal variances).
+
+    The two-sample analogue of :func:`t_interval`, with Welch-Satterthwaite degrees of freedom;
+    its coverage is measured by :func:`esbench.analysis.coverage.difference_coverage`.
+
+    Args:
+        a, b: The two samples (e.g. one algorithm's final returns over seeds, and another's).
+        confidence: Confidence level of the two-sided interval.
+
+    Returns:
+        (difference, low, high); low/high NaN when either sample has fewer than 2 values, the
+        difference itself when both samples are constant.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return diff, float("nan"), float("nan")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = float(np.sqrt(va + vb))
+    if se == 0.0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, df)) * se
+    return diff, diff - half, diff + half
+
+
+def _draw(dist: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    if dist == "normal":
+        return rng.standard_normal(shape)
+    if dist == "lognormal":
+        return np.exp(rng.standard_normal(shape))
+    raise ValueError(f"dist={dist!r} is unknown; allowed: {', '.join(DISTRIBUTIONS)}")
+
+
+def _bootstrap_bounds(
+    data: np.ndarray, method: str, confidence: float, n_resamples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile or BCa bootstrap bounds of the mean of each row of ``data`` (shape (m, n))."""
+    m, n = data.shape
+    idx = rng.integers(0, n, size=(m, n_resamples, n))
+    boot = np.take_along_axis(data[:, None, :], idx, axis=2).mean(axis=2)  # (m, B)
+    alpha = (1.0 - confidence) / 2.0
+    probs = np.array([[alpha, 1.0 - alpha]] * m)
+    if method == "bca":
+        theta = data.mean(axis=1, keepdims=True)
+        prop = np.clip((boot < theta).mean(axis=1), 1.0 / n_resamples, 1.0 - 1.0 / n_resamples)
+        z0 = stats.norm.ppf(prop)[:, None]
+        jack = (data.sum(axis=1, keepdims=True) - data) / (n - 1)
+        d = jack.mean(axis=1, keepdims=True) - jack
+        denom = 6.0 * np.sum(d**2, axis=1, keepdims=True) ** 1.5
+        accel = np.divide(np.sum(d**3, axis=1, keepdims=True), denom, out=np.zeros((m, 1)), where=denom > 0)
+        z = stats.norm.ppf(np.array([alpha, 1.0 - alpha]))[None, :]
+        probs = stats.norm.cdf(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))
+    boot.sort(axis=1)
+    pos = np.clip(np.rint(probs * (n_resamples - 1)).astype(int), 0, n_resamples - 1)
+    bounds = np.take_along_axis(boot, pos, axis=1)
+    return bounds[:, 0], bounds[:, 1]
+
+
+def simulated_coverage(
+    method: str = "t",
+    n: int = 5,
+    dist: str = "normal",
+    n_datasets: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    n_resamples: int = 1000,
+) -> float:
+    """How often an interval of the mean covers the true mean, on simulated data sets of n seeds.
+
+    Draws ``n_datasets`` data sets of ``n`` values from ``dist`` (:data:`DISTRIBUTIONS`), builds
+    each one's interval and counts how many contain the distribution's mean. Vectorized: 2,000
+    data sets take milliseconds for ``t`` and about a second for the bootstrap methods.
+
+    Args:
+        method: ``t`` (what :func:`mean_ci` prints), ``percentile`` or ``bca`` (bootstrap).
+        n: Seeds per data set.
+        dist: ``normal`` or ``lognormal`` (sigma 1: a skewed case).
+        n_datasets: Simulated data sets.
+        confidence: Nominal level of the intervals.
+        seed: Seed of the simulation (the same arguments give the same coverage).
+        n_resamples: Bootstrap resamples per data set (bootstrap methods only).
+
+    Returns:
+        The fraction of data sets whose interval contains the true mean.
+
+    Raises:
+        ValueError: An unknown ``method`` or ``dist``, or fewer than 2 seeds.
+    """
+    if method not in COVERAGE_METHODS:
+        raise ValueError(f"method={method!r} is unknown; allowed: {', '.join(COVERAGE_METHODS)}")
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"dist={dist!r} is unknown; allowed: {', '.join(DISTRIBUTIONS)}")
+    if n < 2:
+        raise ValueError(f"n={n}: an interval needs at least 2 seeds")
+    rng = np.random.default_rng(seed)
+    data = _draw(dist, (n_datasets, n), rng)
+    true = DISTRIBUTIONS[dist][1]
+    if method == "t":
+        low, high = t_interval(data.T, confidence)
+    else:
+        low, high = _bootstrap_bounds(data, method, confidence, n_resamples, rng)
+    return float(np.mean((low <= true) & (true <= high)))
+
+
+def coverage_sentence(n_seeds: int, confidence: float = 0.95, n_datasets: int = 2000) -> str:
+    """One sentence a report prints under its intervals: the method, the seeds, the measured coverage.
+
+    The coverage is simulated here (seeded, so the sentence is the same bytes every time) at the
+    report's own seed count, on normal data and on a skewed (lognormal) case.
+
+    Args:
+        n_seeds: Seeds behind the report's intervals (the fewest of any condition).
+        confidence: Nominal level.
+        n_datasets: Simulated data sets per distribution.
+    """
+    level = f"{round(100 * confidence)}%"
+    if n_seeds < 2:
+        return (
+            f"Intervals: {MEAN_CI_METHOD} ({level}); with {n_seeds} seed there is no interval, so no "
+            "claim is decided from one."
+        )
+    normal = simulated_coverage("t", n_seeds, "normal", n_datasets, confidence)
+    skewed = simulated_coverage("t", n_seeds, "lognormal", n_datasets, confidence)
+    return (
+        f"Intervals: {MEAN_CI_METHOD} ({level} nominal), {n_seeds} seeds; measured coverage at "
+        f"{n_seeds} seeds on {n_datasets:,} simulated data sets: {100 * normal:.1f}% on normal data, "
+        f"{100 * skewed:.1f}% on a skewed (lognormal, sigma 1) case."
+    )
 
 
 def iqm(values: np.ndarray, axis: int | None = None) -> np.ndarray:

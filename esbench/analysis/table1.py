@@ -7,12 +7,21 @@ target is the first timestep at which its mean curve reaches it. Where ES never 
 the ratio is censored: ``> X`` with X = ES's last timestep / TRPO's timesteps (a lower bound,
 never an invented number). The published ratio (supplementary Table 3) stands beside ours,
 matched on ``gymnasium_id`` and ``progress_fraction``.
+
+The paper's claims are data (``results/reference/salimans2017_claims.csv``: the quoted sentence,
+its section, tasks, fraction, limit and direction; :func:`load_claims`). Each row a claim covers
+gets two separate answers (:mod:`esbench.analysis.verdicts`): does the claim hold here (our ratio's
+interval against the claim's limit) and did we reproduce the paper's number (our interval
+contains the paper's ratio); :func:`claims_table` combines them per claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,10 +29,15 @@ import pandas as pd
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.load import is_es
 from esbench.analysis.tables import fmt_num, write_table
+from esbench.utils.resources import reference_dir
 
 PROGRESS_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE_DIR = reference_dir()  # results/reference, shipped in the package
 MUJOCO_REFERENCE = REFERENCE_DIR / "salimans2017_mujoco_table3.csv"
+CLAIMS_FILE = REFERENCE_DIR / "salimans2017_claims.csv"
+
+#: How a claim's limit applies across its tasks.
+DIRECTIONS: tuple[str, ...] = ("below_on_every_task", "at_or_below_on_some_task")
 
 TABLE1_COLUMNS: tuple[str, ...] = (
     "env_name",
@@ -49,23 +63,86 @@ TABLE1_COLUMNS: tuple[str, ...] = (
     "n_seeds_es",
     "n_seeds_rl",
     "stopped_below",
+    "claim",
     "verdict",
     "decide",
+    "reproduced",
+    "reproduced_note",
     "partial",
 )
 
 
-#: The paper's claim per environment: (bound on ES/TRPO timesteps, inclusive, fractions it covers).
-HARD_LIMIT, EASY_LIMIT = 10.0, 1.0
+@dataclass(frozen=True)
+class Claim:
+    """One of the paper's claims (a row of ``salimans2017_claims.csv``).
+
+    Attributes:
+        id: Short name (``A``, ``B``).
+        section: The paper's section.
+        quote: The paper's sentence, verbatim.
+        tasks: Gymnasium ids the claim is about.
+        fractions: Progress fractions it is tested at.
+        limit: The bound on ES/TRPO timesteps.
+        direction: One of :data:`DIRECTIONS`.
+        reading: How esbench tests it, and why at those fractions.
+    """
+
+    id: str
+    section: str
+    quote: str
+    tasks: tuple[str, ...]
+    fractions: tuple[float, ...]
+    limit: float
+    direction: str
+    reading: str
+
+    @property
+    def inclusive(self) -> bool:
+        """Whether a ratio equal to the limit satisfies the claim (``at_or_below``)."""
+        return self.direction.startswith("at_or_below")
+
+    def covers(self, env_id: str, fraction: float) -> bool:
+        """Whether this claim is about ``env_id`` at ``fraction``."""
+        return env_id in self.tasks and any(abs(fraction - f) < 1e-9 for f in self.fractions)
+
+    def limit_text(self) -> str:
+        """``< 10x on every task`` / ``<= 0.333x on some task``."""
+        op = "<=" if self.inclusive else "<"
+        where = "every task" if self.direction == "below_on_every_task" else "at least one task"
+        return f"ES/TRPO {op} {fmt_num(self.limit, 3)} on {where}"
 
 
-def claim_of(env_id: str, hard: tuple[str, ...] = ("Hopper-v5", "Walker2d-v5")) -> tuple[float, bool, bool]:
-    """(limit, inclusive, every_fraction) of the paper's Table 1 claim on ``env_id``: ES needs < 10x
-    TRPO's timesteps at every fraction on the hard tasks, and no more than TRPO (<= 1x) at 100% on
-    the easy ones (Sec. 4.1)."""
-    if env_id in hard:
-        return HARD_LIMIT, False, True
-    return EASY_LIMIT, True, False
+def load_claims(path: str | Path = CLAIMS_FILE) -> list[Claim]:
+    """The paper's claims, from data.
+
+    Raises:
+        ValueError: A row with an unknown ``direction`` (names the row and the allowed values).
+    """
+    claims = []
+    for r in pd.read_csv(path, dtype={"section": str}).itertuples():
+        if r.direction not in DIRECTIONS:
+            raise ValueError(
+                f"{path}: claim {r.id}: direction={r.direction!r} is unknown; "
+                f"allowed: {', '.join(DIRECTIONS)}"
+            )
+        claims.append(
+            Claim(
+                id=str(r.id),
+                section=str(r.section),
+                quote=str(r.quote),
+                tasks=tuple(str(r.tasks).split(";")),
+                fractions=tuple(float(f) for f in str(r.fractions).split(";")),
+                limit=float(r.limit),
+                direction=str(r.direction),
+                reading=str(r.reading),
+            )
+        )
+    return claims
+
+
+def claim_for(claims: Sequence[Claim], env_id: str, fraction: float) -> Claim | None:
+    """The claim covering ``env_id`` at ``fraction`` (None: the paper claims nothing there)."""
+    return next((c for c in claims if c.covers(env_id, fraction)), None)
 
 
 def load_mujoco_reference(path: str | Path = MUJOCO_REFERENCE) -> pd.DataFrame:
@@ -115,14 +192,17 @@ def table1(
     partial: set[tuple[object, ...]] | None = None,
     rng: np.random.Generator | None = None,
     stopped: set[object] | None = None,
+    claims: Sequence[Claim] | None = None,
 ) -> pd.DataFrame:
     """Compute Table 1 for every environment with both an ES algorithm and ``rl_algo``.
 
-    ES's time to each target is read off its mean curve over seeds, with a percentile bootstrap
-    interval over ES's seeds (:func:`esbench.analysis.verdicts.time_to_target`); TRPO's time is
-    read off TRPO's mean curve, which also defines the targets (the paper's definition), so it is
-    the fixed denominator. Each row the paper's claim covers (< 10x at every fraction on Hopper and
-    Walker2d, <= 1x at 100% elsewhere: :func:`claim_of`) gets a verdict from that interval.
+    ES's time to each target is read off its mean curve over seeds, with the interval of its
+    inverted Student-t band (:func:`esbench.analysis.verdicts.time_to_target`); TRPO's time is read
+    off TRPO's mean curve, which also defines the targets (the paper's definition). TRPO's seeds
+    are random too, so the ratio's interval resamples both sides
+    (:func:`esbench.analysis.verdicts.ratio_interval`). Each row a claim covers (:func:`load_claims`)
+    gets its verdict against the claim's limit; every row with a published ratio gets the answer
+    to "does our ratio's interval contain the paper's?".
 
     Runs in ``stopped`` ended at a target score (``budget.stop_at_return``): they count as having
     reached every target up to their stopping score, at their stopping timestep, and are censored at
@@ -134,17 +214,28 @@ def table1(
         rl_algo: The baseline whose curve defines the targets.
         fractions: Progress fractions p.
         partial: (algo, env_id) keys with missing runs or too few seeds (marked in ``partial``).
-        rng: Generator of the bootstrap resamples; default ``default_rng(0)``.
+        rng: Unused (the intervals draw nothing); kept so every table function takes one.
         stopped: run_ids of runs that ended at their target score.
+        claims: The paper's claims; default :func:`load_claims`.
 
     Returns:
         DataFrame with columns :data:`TABLE1_COLUMNS`, one row per (env, ES algo, p).
         ``es_timesteps`` is NaN where ES's mean curve never reached the target; ``es_low`` /
-        ``es_high`` are +inf where a bootstrap tail did not reach it.
+        ``es_high`` (95%) are +inf where the band's edge did not reach it; ``ratio_low`` /
+        ``ratio_high`` are the ratio's 95% interval (both sides' seeds).
     """
-    from esbench.analysis.verdicts import INCONCLUSIVE, Verdict, ratio_verdict, time_to_target
+    from esbench.analysis.verdicts import (
+        SIDE_CONFIDENCE,
+        UNDECIDED,
+        Verdict,
+        ratio_interval,
+        ratio_verdict,
+        reproduce_verdict,
+        time_to_target,
+    )
 
-    rng = rng if rng is not None else np.random.default_rng(0)
+    del rng
+    claims = load_claims() if claims is None else claims
     partial = partial or set()
     stopped = stopped or set()
     ref: dict[tuple[str, float], float] = {}
@@ -168,21 +259,28 @@ def table1(
         init, final = float(rl_y[0]), float(rl_y[-1])
         targets = progress_targets(init, final, fractions)
         progressed = final > init
-        limit, inclusive, every = claim_of(str(env_id))
         for es_algo in es_algos:
             runs = env[env["algo"] == es_algo]
             for p, target in zip(fractions, targets, strict=True):
-                tt = time_to_target(runs, float(target), rng, stopped=stopped)
+                tt = time_to_target(runs, float(target), stopped=stopped)
                 rl_t = first_reach(rl_x, rl_y, target) if progressed else float("nan")
                 es_t = tt.point if progressed and tt.reached else float("nan")
                 ratio, bound, censored, text = ratio_entry(es_t, rl_t, tt.last)
-                covered = every or float(p) == 1.0
+                es_side = time_to_target(runs, float(target), stopped=stopped, confidence=SIDE_CONFIDENCE)
+                rl_side = time_to_target(rl, float(target), stopped=stopped, confidence=SIDE_CONFIDENCE)
+                ri = ratio_interval(es_side, dataclasses.replace(rl_side, point=rl_t))
+                paper_ratio = ref.get((env_id, round(float(p), 6)), float("nan"))
+                claim = claim_for(claims, str(env_id), float(p))
                 verdict: Verdict | None = None
+                reproduced: Verdict | None = None
                 if not progressed:
                     text = "n/a (no TRPO progress)"
-                    verdict = Verdict(INCONCLUSIVE, "TRPO's mean curve made no progress") if covered else None
-                elif covered:
-                    verdict = ratio_verdict(tt, float(target), rl_t, limit, inclusive)
+                    verdict = Verdict(UNDECIDED, "TRPO's mean curve made no progress") if claim else None
+                else:
+                    if claim is not None:
+                        verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, float(target), rl_t)
+                    if np.isfinite(paper_ratio):
+                        reproduced = reproduce_verdict(ri, paper_ratio)
                 rows.append(
                     {
                         "env_name": names.get(str(env_id), str(env["env_name"].iloc[0])),
@@ -200,16 +298,19 @@ def table1(
                         "es_last_timesteps": tt.last,
                         "censored": censored,
                         "ratio": ratio,
-                        "ratio_low": tt.low / rl_t if progressed else float("nan"),
-                        "ratio_high": tt.high / rl_t if progressed else float("nan"),
+                        "ratio_low": ri.low if progressed else float("nan"),
+                        "ratio_high": ri.high if progressed else float("nan"),
                         "ratio_bound": bound,
                         "ratio_text": text,
-                        "paper_ratio": ref.get((env_id, round(float(p), 6)), float("nan")),
+                        "paper_ratio": paper_ratio,
                         "n_seeds_es": tt.n_seeds,
                         "n_seeds_rl": int(rl_curve["n_seeds"].iloc[0]),
                         "stopped_below": tt.stopped_below,
+                        "claim": claim.id if claim else "",
                         "verdict": verdict.word if verdict else "",
                         "decide": verdict.decide if verdict else "",
+                        "reproduced": reproduced.word if reproduced else "",
+                        "reproduced_note": reproduced.decide if reproduced else "",
                         "partial": (es_algo, env_id) in partial or (rl_algo, env_id) in partial,
                     }
                 )
@@ -240,12 +341,13 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
             ],
             "ES/TRPO (ours) [95% CI]": [
                 _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
-                if np.isfinite(r.rl_timesteps)
+                if np.isfinite(r.rl_timesteps) and (np.isfinite(r.ratio_low) or np.isposinf(r.ratio_low))
                 else r.ratio_text
                 for r in table.itertuples()
             ],
             "ES/TRPO (paper)": [fmt_num(v, 3) or "—" for v in table["paper_ratio"]],
-            "Verdict": [v or "—" for v in table["verdict"]],
+            "Claim holds here": _claim_cells(table),
+            "Paper's ratio reproduced": _reproduced_cells(table),
         }
     )
     if table["es_algo"].nunique() > 1:
@@ -253,16 +355,43 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _claim_cells(table: pd.DataFrame) -> list[str]:
+    """``A: supported`` for the rows a claim covers (the claim's id and this row's verdict), else —."""
+    return [f"{c}: {v}" if c else "—" for c, v in zip(table["claim"], table["verdict"], strict=True)]
+
+
+def _reproduced_cells(table: pd.DataFrame) -> list[str]:
+    """``supported``, ``contradicted (ours faster)``/``(ours slower)``, ``undecided``, or —."""
+    out = []
+    for word, note in zip(table["reproduced"], table["reproduced_note"], strict=True):
+        if word == "contradicted":
+            word += " (ours faster)" if note.startswith("ours faster") else " (ours slower)"
+        out.append(word or "—")
+    return out
+
+
+def _notes_common() -> str:
+    from esbench.analysis.verdicts import TIME_CI_METHOD
+
+    return (
+        f"Intervals: {TIME_CI_METHOD} (95%; docs/statistics.md gives its measured coverage). "
+        "Claim holds here: the claim's id (results/reference/salimans2017_claims.csv) and whether this "
+        "row's ratio interval is on the claim's side of its limit (supported), wholly on the other "
+        "side (contradicted) or straddles it (undecided). Paper's ratio reproduced: supported when our "
+        "interval contains the paper's ratio, contradicted when it lies wholly below (ours faster) "
+        "or above (ours slower)."
+    )
+
+
 def write_table1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """Write ``table1.csv``/``.md``/``.tex`` under ``out_dir``."""
     notes = (
         "Target = init + p (final - init) of TRPO's mean evaluation curve; time = first evaluation "
-        "at which the mean curve over seeds reaches the target. ES: 95% percentile bootstrap interval "
-        "over ES's seeds; TRPO's time is read off the mean curve that defines the targets. '> X': not "
-        "reached by timestep X, the last all ES seeds cover (a lower bound on the ratio, never an "
-        "invented number). A run that stopped at a target score (budget.stop_at_return) counts as "
-        "having reached every target up to it, at its stopping timestep. Verdict: the paper's claim "
-        "(< 10x on Hopper and Walker2d at every fraction, <= 1x elsewhere at 100%), from the interval."
+        "at which the mean curve over seeds reaches the target. ES timesteps: 95% interval over ES's "
+        "seeds. ES/TRPO: 95% interval over both ES's and TRPO's seeds (each side at sqrt(0.95)). "
+        "'> X': not reached by timestep X, the last all ES seeds cover (a lower bound on the ratio, "
+        "never an invented number). A run that stopped at a target score (budget.stop_at_return) "
+        "counts as having reached every target up to it, at its stopping timestep. " + _notes_common()
     )
     if (table["stopped_below"] > 0).any():
         notes += (
@@ -303,8 +432,11 @@ PAPER_COLUMNS: tuple[str, ...] = (
     "ratio_high",
     "n_seeds_es",
     "stopped_below",
+    "claim",
     "verdict",
     "decide",
+    "reproduced",
+    "reproduced_note",
     "partial",
 )
 
@@ -312,40 +444,47 @@ PAPER_COLUMNS: tuple[str, ...] = (
 def table1_paper(
     curves: pd.DataFrame,
     reference: pd.DataFrame,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     stopped: set[object] | None = None,
     partial: set[tuple[object, ...]] | None = None,
+    claims: Sequence[Claim] | None = None,
 ) -> pd.DataFrame:
     """Our ES against the paper's TRPO targets (supplementary Table 3), per env, ES algo and p.
 
     The paper publishes, for every environment and fraction p, TRPO's target score and the
     timesteps TRPO and ES needed to reach it. This table reads our ES's time to that same score
-    off its mean curve over seeds (bootstrap interval, :func:`esbench.analysis.verdicts.time_to_target`),
+    off its mean curve over seeds (interval: :func:`esbench.analysis.verdicts.time_to_target`),
     and gives ours / the paper's ES timesteps (does esbench's ES behave like the paper's?) and
-    ours / the paper's TRPO timesteps (the paper's Table 1 ratio, with our ES in it), with the
-    verdict on the paper's claim at that fraction.
+    ours / the paper's TRPO timesteps (the paper's Table 1 ratio, with our ES in it; the paper's
+    TRPO timesteps are a published constant). Each row gets the verdict of the claim covering it
+    (:func:`load_claims`) and whether our ratio's interval contains the paper's.
 
     Returns:
         DataFrame with columns :data:`PAPER_COLUMNS`.
     """
-    from esbench.analysis.verdicts import ratio_verdict, time_to_target
+    from esbench.analysis.verdicts import ratio_interval, ratio_verdict, reproduce_verdict, time_to_target
 
+    del rng
+    claims = load_claims() if claims is None else claims
     partial = partial or set()
     rows = []
     for env_id, env in curves.groupby("env_id", sort=True):
         ref = reference[reference["gymnasium_id"] == env_id]
         if ref.empty:
             continue
-        limit, inclusive, every = claim_of(str(env_id))
         for es_algo in sorted(a for a in env["algo"].unique() if is_es(a)):
             runs = env[env["algo"] == es_algo]
             for r in ref.sort_values("progress_fraction").itertuples():
-                tt = time_to_target(runs, float(r.trpo_score), rng, stopped=stopped)
+                tt = time_to_target(runs, float(r.trpo_score), stopped=stopped)
                 trpo_t, es_t = float(r.trpo_timesteps), float(r.es_timesteps)
-                covered = every or float(r.progress_fraction) == 1.0
+                ri = ratio_interval(tt, trpo_t)
+                claim = claim_for(claims, str(env_id), float(r.progress_fraction))
                 verdict = (
-                    ratio_verdict(tt, float(r.trpo_score), trpo_t, limit, inclusive) if covered else None
+                    ratio_verdict(ri, claim.limit, claim.inclusive, tt, float(r.trpo_score), trpo_t)
+                    if claim
+                    else None
                 )
+                reproduced = reproduce_verdict(ri, float(r.es_over_trpo))
                 rows.append(
                     {
                         "env_name": str(r.env),
@@ -362,13 +501,16 @@ def table1_paper(
                         "es_last_timesteps": tt.last,
                         "es_text": tt.text(),
                         "ours_over_paper_es": tt.point / es_t,
-                        "ratio": tt.point / trpo_t,
-                        "ratio_low": tt.low / trpo_t,
-                        "ratio_high": tt.high / trpo_t,
+                        "ratio": ri.point,
+                        "ratio_low": ri.low,
+                        "ratio_high": ri.high,
                         "n_seeds_es": tt.n_seeds,
                         "stopped_below": tt.stopped_below,
+                        "claim": claim.id if claim else "",
                         "verdict": verdict.word if verdict else "",
                         "decide": verdict.decide if verdict else "",
+                        "reproduced": reproduced.word,
+                        "reproduced_note": reproduced.decide,
                         "partial": (es_algo, env_id) in partial,
                     }
                 )
@@ -404,7 +546,8 @@ def display_table1_paper(table: pd.DataFrame) -> pd.DataFrame:
                 for r in table.itertuples()
             ],
             "ES/TRPO (paper)": [fmt_num(v, 3) for v in table["paper_ratio"]],
-            "Verdict": [v or "—" for v in table["verdict"]],
+            "Claim holds here": _claim_cells(table),
+            "Paper's ratio reproduced": _reproduced_cells(table),
         }
     )
     if table["es_algo"].nunique() > 1:
@@ -416,12 +559,11 @@ def write_table1_paper(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Pa
     """Write ``table1_paper.csv``/``.md``/``.tex`` under ``out_dir``."""
     notes = (
         "Targets are the paper's TRPO scores (supplementary Table 3). Our ES's time = first evaluation at "
-        "which its mean curve over seeds reaches the target; 95% percentile bootstrap interval over "
-        "seeds; '> X': not reached by timestep X (the last all seeds cover). Ratios divide by the "
-        "paper's TRPO timesteps. Verdict: the paper's claim at this fraction (< 10x on Hopper and "
-        "Walker2d at every fraction, <= 1x elsewhere at 100%), decided from the interval. A run that "
-        "stopped at a target score (budget.stop_at_return) counts as having reached every target up "
-        "to it, at its stopping timestep."
+        "which its mean curve over seeds reaches the target, with its 95% interval over seeds; '> X': "
+        "not reached by timestep X (the last all seeds cover). Ratios divide by the paper's TRPO "
+        "timesteps (a published constant). A run that stopped at a target score "
+        "(budget.stop_at_return) counts as having reached every target up to it, at its stopping "
+        "timestep. " + _notes_common()
     )
     if (table["stopped_below"] > 0).any():
         notes += (
@@ -438,3 +580,168 @@ def write_table1_paper(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Pa
         label="tab:table1_paper",
         notes=notes,
     )
+
+
+# --- The paper's claims, each with its two answers ------------------------------------------------
+
+CLAIM_COLUMNS: tuple[str, ...] = (
+    "claim",
+    "section",
+    "quote",
+    "reading",
+    "limit_text",
+    "es_algo",
+    "paper",
+    "ours_paper_trpo",
+    "holds_paper_trpo",
+    "holds_paper_trpo_note",
+    "ours_our_trpo",
+    "holds_our_trpo",
+    "holds_our_trpo_note",
+    "reproduced",
+    "reproduced_note",
+)
+
+
+def _claim_answer(
+    claim: Claim, rows: pd.DataFrame, word_col: str, note_col: str, every: bool
+) -> tuple[str, str]:
+    """(label, note) of one answer to ``claim`` from the rows it covers (one per task)."""
+    from esbench.analysis.verdicts import UNDECIDED, Verdict, combine, combine_any
+
+    verdicts = [
+        Verdict(w, f"{name}: {n}" if n else "")
+        for name, w, n in zip(rows["env_name"], rows[word_col], rows[note_col], strict=True)
+        if w
+    ]
+    missing = [t for t in claim.tasks if t not in set(rows["env_id"])]
+    if missing:
+        verdicts.append(Verdict(UNDECIDED, f"no runs on {', '.join(missing)}"))
+    v = combine(verdicts) if every else combine_any(verdicts)
+    return v.word, v.decide
+
+
+def _per_task(rows: pd.DataFrame, cell: Callable[[Any], str]) -> str:
+    return "; ".join(f"{r.env_name}: {cell(r)}" for r in rows.itertuples()) or "—"
+
+
+def _paper_trpo_cell(r: Any) -> str:
+    """Our ES over the paper's TRPO timesteps, with its interval and seeds (a table1_paper row)."""
+    last = r.es_last_timesteps / r.paper_trpo_timesteps
+    return _ratio_text(r.ratio, r.ratio_low, r.ratio_high, last) + f" (n={r.n_seeds_es})"
+
+
+def _our_trpo_cell(r: Any) -> str:
+    """Our ES over our TRPO, with its interval over both sides' seeds (a table1 row)."""
+    if np.isfinite(r.ratio_low) or np.isposinf(r.ratio_low):
+        text = _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
+    else:
+        text = r.ratio_text
+    return text + f" (n={r.n_seeds_es} ES, {r.n_seeds_rl} TRPO)"
+
+
+def claims_table(
+    paper: pd.DataFrame, ours: pd.DataFrame | None = None, claims: Sequence[Claim] | None = None
+) -> pd.DataFrame:
+    """One row per (claim, ES algo): the paper's words and its numbers, then the two answers.
+
+    **Does the claim hold here**: from our ratios against the paper's TRPO (``paper``, a
+    :func:`table1_paper`) and, where we ran TRPO, against ours (``ours``, a :func:`table1`); a
+    claim on every task is supported when every task's interval is on its side of the limit, one
+    on some task when at least one is. **Did we reproduce the paper's number**: on every task
+    the claim covers, our ratio's interval (over the paper's TRPO timesteps) contains the paper's
+    ratio; otherwise the note says where ours is faster or slower than the paper's ES.
+
+    Args:
+        paper: :func:`table1_paper` of the runs.
+        ours: :func:`table1` of the runs (None or empty: no TRPO of ours).
+        claims: Default :func:`load_claims`.
+
+    Returns:
+        DataFrame with columns :data:`CLAIM_COLUMNS`.
+    """
+    claims = load_claims() if claims is None else claims
+    ours = ours if ours is not None else pd.DataFrame(columns=list(TABLE1_COLUMNS))
+    algos = sorted(set(paper["es_algo"]) | set(ours["es_algo"]))
+    out = []
+    for claim in claims:
+        every = claim.direction == "below_on_every_task"
+        for es_algo in algos:
+            p = paper[(paper["es_algo"] == es_algo) & (paper["claim"] == claim.id)]
+            o = ours[(ours["es_algo"] == es_algo) & (ours["claim"] == claim.id)]
+            holds_p = _claim_answer(claim, p, "verdict", "decide", every)
+            if o.empty:
+                holds_o = ("", "we ran no TRPO on these tasks")
+            else:
+                holds_o = _claim_answer(claim, o, "verdict", "decide", every)
+            rep = _claim_answer(claim, p, "reproduced", "reproduced_note", True)
+            out.append(
+                {
+                    "claim": claim.id,
+                    "section": claim.section,
+                    "quote": claim.quote,
+                    "reading": claim.reading,
+                    "limit_text": claim.limit_text(),
+                    "es_algo": es_algo,
+                    "paper": _per_task(p, lambda r: fmt_num(r.paper_ratio, 3)),
+                    "ours_paper_trpo": _per_task(p, _paper_trpo_cell),
+                    "holds_paper_trpo": holds_p[0],
+                    "holds_paper_trpo_note": holds_p[1],
+                    "ours_our_trpo": _per_task(o, _our_trpo_cell),
+                    "holds_our_trpo": holds_o[0],
+                    "holds_our_trpo_note": holds_o[1],
+                    "reproduced": rep[0],
+                    "reproduced_note": rep[1],
+                }
+            )
+    return pd.DataFrame(out, columns=list(CLAIM_COLUMNS))
+
+
+def _answer(word: str, note: str) -> str:
+    if not word:
+        return f"— ({note})" if note else "—"
+    return f"**{word}**" + (f": {note}" if note else "")
+
+
+def claims_markdown(table: pd.DataFrame) -> str:
+    """The claims with their answers, as Markdown: one block per claim (its words, its reading),
+    then a table of the answers per ES algorithm."""
+    blocks = []
+    for claim_id, rows in table.groupby("claim", sort=True):
+        first = rows.iloc[0]
+        lines = [
+            f"**Claim {claim_id}** (Section {first['section']}): \u201c{first['quote']}\u201d  ",
+            f"Tested as: {first['limit_text']}. {first['reading']}",
+            "",
+            "| ES | Paper's ES/TRPO | Ours / paper's TRPO [95% CI] | Holds here (paper's TRPO) | "
+            "Ours / our TRPO [95% CI] | Holds here (our TRPO) | Paper's number reproduced |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows.itertuples():
+            lines.append(
+                f"| {r.es_algo} | {r.paper} | {r.ours_paper_trpo} | "
+                f"{_answer(r.holds_paper_trpo, r.holds_paper_trpo_note)} | {r.ours_our_trpo} | "
+                f"{_answer(r.holds_our_trpo, r.holds_our_trpo_note)} | "
+                f"{_answer(r.reproduced, r.reproduced_note)} |"
+            )
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def claim_rows(table: pd.DataFrame) -> list[str]:
+    """Rows ``| claim | paper | ours | verdict |`` of a report's claims table, one per (claim, ES)."""
+    out = []
+    for r in table.itertuples():
+        words = f"{r.claim} (Sec. {r.section}): \u201c{r.quote}\u201d" + (
+            f" ({r.es_algo})" if table["es_algo"].nunique() > 1 else ""
+        )
+        ours = f"over the paper's TRPO: {r.ours_paper_trpo}"
+        if r.ours_our_trpo != "—":
+            ours += f"; over our TRPO: {r.ours_our_trpo}"
+        verdict = (
+            f"holds here vs the paper's TRPO: {_answer(r.holds_paper_trpo, r.holds_paper_trpo_note)}; "
+            f"vs our TRPO: {_answer(r.holds_our_trpo, r.holds_our_trpo_note)}; "
+            f"paper's number reproduced: {_answer(r.reproduced, r.reproduced_note)}"
+        )
+        out.append(f"| {words} | {r.paper} | {ours} | {verdict} |")
+    return out

@@ -3,7 +3,7 @@
 Our score per game is the mean over seeds of each run's final evaluation (fixed evaluation seeds;
 by default ES acts deterministically and A2C samples its policy, as A3C's published scores were
 obtained: :mod:`esbench.config.eval_protocol`; the notes say how the runs did), with a 95%
-bootstrap CI. Wins are counted as the paper counts
+Student-t CI. Wins are counted as the paper counts
 them: ES beats A3C on a game when its score is strictly higher; otherwise it is a loss. The
 published DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on
 ``gymnasium_id``.
@@ -120,27 +120,37 @@ def median_hns(table: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def eval_label(config: dict | None) -> str:
+    """How a run acted at evaluation (``sampled``, ``deterministic``, ...), from its config as
+    plain data (:func:`esbench.analysis.load.read_config`); "" where it does not say."""
+    if config is None or config_value(config, "algo.name") is None:
+        return ""
+    return eval_protocol(config).label
+
+
 def run_eval_labels(runs: pd.DataFrame) -> pd.Series:
-    """How each run acted at evaluation (``sampled``, ``deterministic``, ``epsilon-greedy (0.05)``),
-    read from its ``config.yaml``; "" where the run table has no ``path`` or the config is unreadable.
+    """How each run acted at evaluation (``sampled``, ``deterministic``, ``epsilon-greedy (0.05)``):
+    the run table's ``eval_label`` column where it has one (a report's runs, labelled from their
+    shipped configs with :func:`eval_label`), else read from each run's ``config.yaml``; "" where
+    the run table has neither or the config is unreadable.
 
     Args:
-        runs: The run table (one row per run, with ``path``).
+        runs: The run table (one row per run, with ``eval_label`` or ``path``).
 
     Returns:
         Strings indexed like ``runs``.
     """
+    if "eval_label" in runs.columns:
+        return runs["eval_label"].fillna("").astype(str).astype(object)
     labels = []
     for path in runs["path"] if "path" in runs.columns else [None] * len(runs):
-        label = ""
+        config = None
         if isinstance(path, str) and (Path(path) / CONFIG_FILE).is_file():
             try:
                 config = read_config(Path(path) / CONFIG_FILE)
             except Exception:  # the loader already reported an unreadable config
                 config = None
-            if config is not None and config_value(config, "algo.name") is not None:
-                label = eval_protocol(config).label
-        labels.append(label)
+        labels.append(eval_label(config))
     return pd.Series(labels, index=runs.index, dtype=object)
 
 
@@ -347,7 +357,7 @@ def write_table2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     notes = (
         f"Ours: ES beats A2C on {wins} of {wins + losses} games (strictly higher mean final score). "
         f"Paper, on these games: ES FF beats A3C FF on {pw} of {pw + pl}. "
-        "Scores: mean over seeds of the final evaluation [95% bootstrap CI]; † marks the higher of ours. "
+        "Scores: mean over seeds of the final evaluation [95% Student-t CI]; † marks the higher of ours. "
         "Our budgets are far below the paper's (ES 1B frames, A3C 320M). "
         + hns_note(table)
         + eval_note(table)

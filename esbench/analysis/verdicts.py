@@ -1,55 +1,78 @@
-"""Verdicts that say what the seeds support: time to a target with bootstrap intervals.
+"""Verdicts that say what the seeds support: time to a target and ratios, with checked intervals.
 
 A Table 1 claim is about the timesteps ES needs to reach a target score, as a multiple of a
 baseline's. ES's time to the target is read off its mean evaluation curve over seeds (the paper's
-definition); its uncertainty comes from resampling the seeds (percentile bootstrap, seeded
-Generator): each resample's mean curve gives a first-reach time, or "not reached within the runs'
-common span" (+inf). The verdict on "ratio < limit" is then
+definition). Its interval inverts the pointwise Student-t band of that mean curve
+(:func:`esbench.analysis.stats.t_interval`): the earliest the true mean curve can have reached the
+target is the first evaluation where the band's upper edge reaches it, the latest is the first
+where its lower edge does; where the lower edge never reaches it within the runs' common span the
+upper end is "not reached by L" (+inf). A bootstrap cannot do this at 3 seeds (every resample lies
+within the seeds); the t band can, and :mod:`esbench.analysis.coverage` measures its coverage on
+synthetic curves with a known true time.
+
+A ratio ES / baseline (:func:`ratio_interval`) divides by a constant when the baseline is the
+paper's published number, and by our baseline's own interval when we ran it (its seeds are
+independent of ES's): then each side's interval is taken at ``sqrt(confidence)``, so both cover
+together at least ``confidence`` of the time, and the ratio's ends are ES low / baseline high and
+ES high / baseline low. A claim "ratio < limit" (:func:`ratio_verdict`) is then
 
 * **supported** when the interval's upper end is below the limit,
 * **contradicted** when its lower end is at or above it, counting "not reached by timestep L" as
   ">= L" (a run that went past the limit without reaching the target contradicts the claim),
-* **inconclusive** otherwise, with what would decide it: runs long enough to pass the limit (and
+* **undecided** otherwise, with what would decide it: runs long enough to pass the limit (and
   where ES's recent slope would put the target), or more seeds when the interval straddles it.
+
+Whether we reproduced the paper's number (:func:`reproduce_verdict`) is a second, separate answer:
+supported when our ratio's interval contains the paper's ratio, contradicted ("ours faster" or
+"ours slower than the paper's ES") when it lies wholly on one side.
 
 A run that ended at a target (``budget.stop_at_return``) has reached every score up to the one it
 stopped at: for those targets its curve is carried forward at its last value, never treated as
 censored. For a higher target it is genuinely censored at its stop (we do not know when it would
 have got there): the common span then ends at that stop, and ``stopped_below`` counts such runs.
 
-The other claims (Table 2's win count, the scaling claim) are decided the same way from a
-percentile bootstrap interval of their statistic (:func:`interval_verdict`): supported when the
-whole interval is on the claim's side of its limit, contradicted when it is all on the other side,
-inconclusive when it straddles the limit, always with the seed count.
+The other claims (Table 2's win count, the scaling claim) are decided the same way from an
+interval of their statistic (:func:`interval_verdict`): supported when the whole interval is on
+the claim's side of its limit, contradicted when it is all on the other side, undecided when it
+straddles the limit, always with the seed count.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from esbench.analysis.stats import N_RESAMPLES, interpolate_runs
 from esbench.analysis.tables import fmt_num
 
-SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive"
+SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
+
+#: The three labels every verdict takes.
+VERDICT_LABELS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED)
+
+#: The interval method of times to a target, as a report names it.
+TIME_CI_METHOD = "inverted Student-t band of the mean curve over seeds"
 
 
 @dataclass(frozen=True)
 class TimeToTarget:
-    """Time for a condition's mean curve to reach a target, with its bootstrap interval.
+    """Time for a condition's mean curve to reach a target, with its interval.
 
     Attributes:
         point: First x of the mean curve at or above the target (+inf: not reached by ``last``).
-        low, high: 95% percentile bootstrap interval over seeds (+inf ends: not reached in that
-            tail); NaN with fewer than 2 seeds.
+        low, high: Interval of the time (+inf ends: the band's edge did not reach the target by
+            ``last``); NaN with fewer than 2 seeds.
         last: The last x every seed covers (the censoring point).
         n_seeds: Seeds (runs) in the condition.
         slope: The mean curve's slope over its last third (score per x), for extrapolation.
         last_value: The mean curve's value at ``last``.
         stopped_below: Runs that stopped at a score below this target: censored at their stop,
             which then bounds ``last``.
+        confidence: Nominal level of ``[low, high]``.
     """
 
     point: float
@@ -60,6 +83,7 @@ class TimeToTarget:
     slope: float
     last_value: float
     stopped_below: int = 0
+    confidence: float = 0.95
 
     @property
     def reached(self) -> bool:
@@ -85,29 +109,70 @@ def _first_reach_rows(means: np.ndarray, grid: np.ndarray, target: float) -> np.
     return np.where(hit.any(axis=1), grid[first], np.inf)
 
 
+def time_intervals(
+    values: np.ndarray, grid: np.ndarray, target: float, confidence: float = 0.95
+) -> np.ndarray:
+    """Times for mean curves to reach ``target``, with the intervals of their inverted Student-t
+    bands (see the module doc), for a batch of conditions at once.
+
+    Args:
+        values: Shape (m, n_seeds, n_grid): m conditions' seed curves on ``grid``.
+        grid: Shape (n_grid,), increasing.
+        target: The score to reach.
+        confidence: Nominal level of the band.
+
+    Returns:
+        Shape (m, 3): (point, low, high) per condition, the first grid x at which the mean, the
+        band's upper edge and its lower edge reach the target; +inf where never; low and high NaN
+        with fewer than 2 seeds.
+    """
+    m, n, _ = values.shape
+    mean = values.mean(axis=1)
+    out = np.full((m, 3), np.nan)
+    out[:, 0] = _first_reach_rows(mean, grid, target)
+    if n >= 2:
+        half = stats.t.ppf(0.5 + confidence / 2.0, n - 1) * values.std(axis=1, ddof=1) / np.sqrt(n)
+        out[:, 1] = _first_reach_rows(mean + half, grid, target)
+        out[:, 2] = _first_reach_rows(mean - half, grid, target)
+    return out
+
+
+def time_interval(
+    values: np.ndarray, grid: np.ndarray, target: float, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """(point, low, high) of :func:`time_intervals` for one condition (``values`` of shape
+    (n_seeds, n_grid))."""
+    point, low, high = time_intervals(np.asarray(values, dtype=float)[None], grid, target, confidence)[0]
+    return float(point), float(low), float(high)
+
+
 def time_to_target(
     curves: pd.DataFrame,
     target: float,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     stopped: set[object] | None = None,
     x: str = "timesteps",
     n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
 ) -> TimeToTarget:
     """:class:`TimeToTarget` of one condition's runs (curve-table rows of one algo on one env).
 
     Args:
         curves: Curve-table rows (columns run_id, seed, ``x``, eval_return_mean).
         target: The score to reach.
-        rng: Generator of the bootstrap resamples.
+        rng: Unused (the t band draws nothing); kept so every interval function takes one.
         stopped: run_ids that ended at a target score: carried forward at their last value for
             targets at or below it (reached), censored at their stop for higher ones.
         x: The x column.
-        n_resamples: Bootstrap resamples.
+        n_resamples: Unused (as ``rng``).
+        confidence: Nominal level of the interval (``sqrt(0.95)`` for one side of a ratio whose
+            two sides are both random: :func:`ratio_interval`).
     """
+    del rng, n_resamples
     nan = float("nan")
     xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
     if xs.size == 0:
-        return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan)
+        return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
     tol = 1e-9 * max(1.0, abs(target))
     ends = _stopping_scores(curves, stopped or set(), x)
     reached = {r for r, v in ends.items() if v >= target - tol}
@@ -117,26 +182,82 @@ def time_to_target(
     grid, values = grid[covered], values[:, covered]
     n = values.shape[0]
     if grid.size == 0:
-        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below)
+        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence)
+    point, low, high = time_interval(values, grid, target, confidence)
     mean = values.mean(axis=0)
-    point = float(_first_reach_rows(mean[None, :], grid, target)[0])
-    low = high = float("nan")
-    if n >= 2:
-        idx = rng.integers(0, n, size=(n_resamples, n))
-        times = _first_reach_rows(values[idx].mean(axis=1), grid, target)
-        low = float(np.quantile(times, 0.025, method="lower"))
-        high = float(np.quantile(times, 0.975, method="higher"))
     tail = max(2, len(grid) // 3)
     gx, gy = grid[-tail:], mean[-tail:]
     slope = float(np.polyfit(gx, gy, 1)[0]) if len(gx) >= 2 and np.ptp(gx) > 0 else float("nan")
-    return TimeToTarget(point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below)
+    return TimeToTarget(point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence)
 
 
-def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, float]:
-    """The last evaluation return (the score it stopped at) of each run of ``curves`` in ``stopped``."""
-    rows = curves[curves["run_id"].isin(stopped)].dropna(subset=[x, "eval_return_mean"])
-    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)["eval_return_mean"].last()
-    return {r: float(v) for r, v in last.items()}
+#: Confidence of each side of a ratio whose two sides are both random, so the pair covers 95%.
+SIDE_CONFIDENCE = float(np.sqrt(0.95))
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """ES's time to a target over a baseline's, with its interval.
+
+    Attributes:
+        point: ES's time / the baseline's (+inf: ES's mean curve did not reach the target).
+        low, high: The interval (+inf high: ES's band did not reach the target by its last
+            timestep; NaN: no interval).
+        last: ES's last timestep over the baseline's time: "> last" reads "not reached by L".
+        lower_bound: What the data certify the ratio is at least (``low``, or ES's last timestep
+            over the baseline's latest when even the low end was not reached).
+        n_es, n_base: Seeds on each side (``n_base`` 0 for a published constant).
+    """
+
+    point: float
+    low: float
+    high: float
+    last: float
+    lower_bound: float
+    n_es: int
+    n_base: int
+
+    def text(self, digits: int = 2) -> str:
+        """``point [low, high]`` with ``> last`` for an end ES did not reach."""
+
+        def one(v: float) -> str:
+            return f"> {fmt_num(self.last, digits)}" if np.isposinf(v) else fmt_num(v, digits)
+
+        if not (np.isfinite(self.low) or np.isposinf(self.low)):
+            return one(self.point)
+        return f"{one(self.point)} [{one(self.low)}, {one(self.high)}]"
+
+
+def ratio_interval(es: TimeToTarget, base: TimeToTarget | float) -> RatioInterval:
+    """ES's time over a baseline's: a published constant, or our own baseline's interval.
+
+    With a constant the ends are ES's ends over it. With our baseline (a :class:`TimeToTarget`,
+    its seeds independent of ES's), pass both sides at :data:`SIDE_CONFIDENCE`: the ratio runs
+    from ES low / baseline high to ES high / baseline low. An end of the baseline the band never
+    reached makes the ratio's low end 0 (the baseline may be arbitrarily slow).
+
+    Args:
+        es: ES's time to the target.
+        base: The baseline's timesteps to the same target, or its :class:`TimeToTarget`.
+    """
+    nan = float("nan")
+    if isinstance(base, TimeToTarget):
+        b_point, b_low, b_high, n_base = base.point, base.low, base.high, base.n_seeds
+    else:
+        b_point = b_low = b_high = float(base)
+        n_base = 0
+    if not (np.isfinite(b_point) and b_point > 0):
+        return RatioInterval(nan, nan, nan, nan, nan, es.n_seeds, n_base)
+    last = es.last / b_point
+    point = es.point / b_point
+    interval = np.isfinite(es.low) or np.isposinf(es.low)
+    if not interval or not (np.isfinite(b_low) or np.isposinf(b_low)):
+        bound = point if np.isfinite(point) else last
+        return RatioInterval(point, nan, nan, last, bound, es.n_seeds, n_base)
+    low = 0.0 if np.isposinf(b_high) else (np.inf if np.isposinf(es.low) else es.low / b_high)
+    high = np.inf if (np.isposinf(es.high) or b_low <= 0) else es.high / b_low
+    bound = low if np.isfinite(low) else (0.0 if np.isposinf(b_high) else es.last / b_high)
+    return RatioInterval(float(point), float(low), float(high), float(last), float(bound), es.n_seeds, n_base)
 
 
 @dataclass(frozen=True)
@@ -147,53 +268,101 @@ class Verdict:
     decide: str = ""
 
 
-def ratio_verdict(
-    tt: TimeToTarget, target: float, denominator: float, limit: float, inclusive: bool = False
-) -> Verdict:
-    """Verdict on ``time / denominator < limit`` (``<=`` when ``inclusive``); see the module doc.
+def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: TimeToTarget | None = None,
+                  target: float = float("nan"), denominator: float = float("nan")) -> Verdict:  # fmt: skip
+    """Verdict on ``ratio < limit`` (``<=`` when ``inclusive``) from its interval; see the module doc.
 
     Args:
-        tt: ES's time to the target.
-        target: The target score (for the extrapolation note).
-        denominator: The baseline's timesteps to the same target.
+        ri: The ratio and its interval (:func:`ratio_interval`).
         limit: The claimed bound on the ratio.
         inclusive: Whether the bound itself satisfies the claim.
+        es: ES's time to the target (for the note on what would decide an undecided claim).
+        target: The target score (for the extrapolation note).
+        denominator: The baseline's timesteps (for the note on how long the runs must be).
     """
-    if not (np.isfinite(denominator) and denominator > 0):
-        return Verdict(INCONCLUSIVE, "the baseline never reached this target")
-    bound = limit * denominator
-    if tt.n_seeds < 2:
-        return Verdict(INCONCLUSIVE, f"needs at least 2 seeds for an interval (has {tt.n_seeds})")
-    below = (lambda v: v <= bound) if inclusive else (lambda v: v < bound)
-    if np.isfinite(tt.high) and below(tt.high):
+    if not np.isfinite(ri.last):
+        return Verdict(UNDECIDED, "the baseline never reached this target")
+    n = ri.n_es if ri.n_base == 0 else min(ri.n_es, ri.n_base)
+    if not (np.isfinite(ri.low) or np.isposinf(ri.low)):
+        per_side = " per side" if ri.n_base else ""
+        return Verdict(UNDECIDED, f"needs at least 2 seeds{per_side} for an interval (has {n})")
+    below = (lambda v: v <= limit) if inclusive else (lambda v: v < limit)
+    if np.isfinite(ri.high) and below(ri.high):
         return Verdict(SUPPORTED)
-    low = tt.last if np.isposinf(tt.low) else tt.low
-    if np.isfinite(low) and not below(low):
+    if np.isfinite(ri.lower_bound) and not below(ri.lower_bound) and ri.lower_bound > 0:
         return Verdict(CONTRADICTED)
-    if np.isposinf(tt.high) and tt.last < bound:
-        note = f"needs runs past {fmt_num(bound)} timesteps (now {fmt_num(tt.last)})"
-        if np.isfinite(tt.slope) and tt.slope > 0 and not tt.reached:
-            est = tt.last + (target - tt.last_value) / tt.slope
-            note += (
-                f"; at its recent slope the mean curve would reach {fmt_num(target, 4)} near {fmt_num(est)}"
-            )
-        elif not tt.reached:
-            note += "; the mean curve is not rising over its last third"
-        return Verdict(INCONCLUSIVE, note)
-    return Verdict(
-        INCONCLUSIVE, f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {tt.n_seeds})"
-    )
+    if np.isposinf(ri.high) and ri.last < limit:
+        note = "needs longer ES runs"
+        if es is not None and np.isfinite(denominator):
+            bound = limit * denominator
+            note = f"needs runs past {fmt_num(bound)} timesteps (now {fmt_num(es.last)})"
+            if np.isfinite(es.slope) and es.slope > 0 and not es.reached:
+                est = es.last + (target - es.last_value) / es.slope
+                note += (
+                    f"; at its recent slope the mean curve would reach {fmt_num(target, 4)} near "
+                    f"{fmt_num(est)}"
+                )
+            elif not es.reached:
+                note += "; the mean curve is not rising over its last third"
+        return Verdict(UNDECIDED, note)
+    return Verdict(UNDECIDED, f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})")
 
 
-def combine(verdicts: list[Verdict]) -> Verdict:
-    """All supported -> supported; any contradicted -> contradicted; else inconclusive (with notes)."""
+def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
+    """Did we reproduce the paper's ratio: supported when our interval contains it, contradicted
+    when it lies wholly on one side (the note says "ours faster" or "ours slower than the paper's
+    ES", with the interval), undecided without an interval or when it is open above and the
+    paper's ratio lies past what the runs cover."""
+    if not np.isfinite(paper_ratio):
+        return Verdict(UNDECIDED, "the paper gives no ratio here")
+    if not np.isfinite(ri.last):
+        return Verdict(UNDECIDED, "the baseline never reached this target")
+    if not (np.isfinite(ri.low) or np.isposinf(ri.low)):
+        return Verdict(UNDECIDED, "needs at least 2 seeds for an interval")
+    interval = ri.text()
+    if np.isfinite(ri.high) and ri.high < paper_ratio:
+        return Verdict(
+            CONTRADICTED, f"ours faster than the paper's ES: {interval} vs {fmt_num(paper_ratio, 3)}"
+        )
+    if ri.lower_bound > paper_ratio:
+        return Verdict(
+            CONTRADICTED, f"ours slower than the paper's ES: {interval} vs {fmt_num(paper_ratio, 3)}"
+        )
+    if np.isfinite(ri.high):
+        return Verdict(SUPPORTED)
+    return Verdict(UNDECIDED, f"{interval} is open above: the runs end before the paper's ratio")
+
+
+def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, float]:
+    """The last evaluation return (the score it stopped at) of each run of ``curves`` in ``stopped``."""
+    rows = curves[curves["run_id"].isin(stopped)].dropna(subset=[x, "eval_return_mean"])
+    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)["eval_return_mean"].last()
+    return {r: float(v) for r, v in last.items()}
+
+
+def combine(verdicts: Sequence[Verdict]) -> Verdict:
+    """A claim on every part: all supported -> supported; any contradicted -> contradicted; else
+    undecided (with notes)."""
     words = [v.word for v in verdicts]
     if words and all(w == SUPPORTED for w in words):
         return Verdict(SUPPORTED)
     if CONTRADICTED in words:
-        return Verdict(CONTRADICTED)
+        against = sorted({v.decide for v in verdicts if v.decide and v.word == CONTRADICTED})
+        return Verdict(CONTRADICTED, "; ".join(against))
     notes = sorted({v.decide for v in verdicts if v.decide})
-    return Verdict(INCONCLUSIVE, "; ".join(notes))
+    return Verdict(UNDECIDED, "; ".join(notes))
+
+
+def combine_any(verdicts: Sequence[Verdict]) -> Verdict:
+    """A claim on at least one part: any supported -> supported; all contradicted -> contradicted;
+    else undecided (with notes)."""
+    words = [v.word for v in verdicts]
+    if SUPPORTED in words:
+        return Verdict(SUPPORTED)
+    if words and all(w == CONTRADICTED for w in words):
+        return Verdict(CONTRADICTED)
+    notes = sorted({v.decide for v in verdicts if v.decide and v.word != CONTRADICTED})
+    return Verdict(UNDECIDED, "; ".join(notes))
 
 
 def interval_verdict(
@@ -209,7 +378,7 @@ def interval_verdict(
     bootstrap interval ``[low, high]`` over seeds.
 
     Supported when the whole interval is on the claim's side, contradicted when it is all on the
-    other side, inconclusive when it straddles the limit (then more seeds would decide it) or when
+    other side, undecided when it straddles the limit (then more seeds would decide it) or when
     there is no interval (fewer than 2 seeds).
 
     Args:
@@ -221,14 +390,14 @@ def interval_verdict(
         what: What more seeds are needed of, e.g. "seeds per game".
     """
     if n_seeds < 2 or not (np.isfinite(low) and np.isfinite(high)):
-        return Verdict(INCONCLUSIVE, f"needs at least 2 {what} for an interval (has {n_seeds})")
+        return Verdict(UNDECIDED, f"needs at least 2 {what} for an interval (has {n_seeds})")
     on_side = (lambda v: v >= limit) if at_least else (lambda v: v < limit)
     if on_side(low) and on_side(high):
         return Verdict(SUPPORTED)
     if not on_side(low) and not on_side(high):
         return Verdict(CONTRADICTED)
     return Verdict(
-        INCONCLUSIVE,
+        UNDECIDED,
         f"the interval [{fmt_num(low, 3)}, {fmt_num(high, 3)}] straddles {fmt_num(limit, 3)}: "
         f"more {what} (now {n_seeds})",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -14,8 +15,10 @@ from esbench.config.errors import ConfigError
 from esbench.config.registry import algorithms
 from esbench.config.schema import register_configs
 from esbench.config.validate import validate
+from esbench.utils.resources import conf_dir
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR: Path = conf_dir()
+"""esbench's own Hydra config directory (shipped in the package; :mod:`esbench.utils.resources`)."""
 
 
 def compose_run_config(overrides: list[str], validate_config: bool = True) -> DictConfig:
@@ -27,6 +30,7 @@ def compose_run_config(overrides: list[str], validate_config: bool = True) -> Di
     if not algorithms():
         raise RuntimeError("no algorithm is registered: call esbench.runner.load_components() first")
     register_configs()
+    overrides = exact_integers(overrides)
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
@@ -35,6 +39,42 @@ def compose_run_config(overrides: list[str], validate_config: bool = True) -> Di
     if validate_config:
         validate(cfg)
     return cfg
+
+
+# A number in scientific notation standing alone in an override's value (``1e6``, ``2.5E+5``, one
+# element of ``1e5,1e6``), not inside a name (``Foo-1e5``).
+_SCIENTIFIC = re.compile(r"(?<![\w.+-])[+-]?\d+(?:\.\d*)?[eE]\+?\d+(?![\w.+-])")
+
+
+def exact_integers(overrides: list[str]) -> list[str]:
+    """``budget.timesteps=1e6`` -> ``budget.timesteps=1000000``: a number in scientific notation that
+    is an exact integer is written as one, so it fits an integer key (and a float key alike).
+
+    Hydra reads ``1e6`` as the float 1000000.0, which an integer key refuses. Inexact values
+    (``1.5e0``) stay floats and an integer key refuses them with a message naming the value.
+    Sweep values (``budget.timesteps=1e5,1e6``) are rewritten element by element.
+    """
+
+    def exact(match: re.Match[str]) -> str:
+        text = match.group(0)
+        value = float(text)
+        if value.is_integer() and abs(value) < 2**53 and _decimal_is_integer(text):
+            return str(int(value))
+        return text
+
+    out = []
+    for o in overrides:
+        key, sep, value = o.partition("=")
+        out.append(f"{key}{sep}{_SCIENTIFIC.sub(exact, value)}" if sep else o)
+    return out
+
+
+def _decimal_is_integer(text: str) -> bool:
+    """Whether the decimal literal ``text`` is exactly an integer (no rounding through a float)."""
+    from decimal import Decimal
+
+    d = Decimal(text)
+    return d == d.to_integral_value()
 
 
 def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
@@ -60,7 +100,7 @@ def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
     ):
         key = getattr(cause, "full_key", None) or str(e).split("'")[1]
         parent, _, leaf = key.rpartition(".")
-        allowed = _allowed_keys(parent)
+        allowed = _allowed_keys(parent, _chosen_algo(overrides))
         if parent and not allowed and parent.rpartition(".")[0] in _SCHEMA_NODES:
             # A map of the schema (e.g. budget.stop_at_return_by_env): any key, added with "+".
             return f"{key}: not in the config yet; {parent} is a map: add an entry with +{key}=VALUE"
@@ -71,6 +111,14 @@ def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
     if isinstance(cause, ValidationError):
         key = getattr(cause, "full_key", "?")
         msg = str(cause).splitlines()[0]
+        if "could not be converted to Integer" in msg:
+            given = next(
+                (o.partition("=")[2] for o in reversed(overrides) if o.lstrip("+~").startswith(f"{key}=")), ""
+            )
+            return (
+                f"{key}={given or msg.split(chr(39))[1]} is not an integer; allowed: an integer "
+                "(1000000, 1_000_000 or 1e6)"
+            )
         return f"{key}: {msg}"
     if isinstance(e, OverrideParseException):
         return f"cannot parse override: {str(e).splitlines()[0]}"
@@ -82,8 +130,29 @@ def explain_hydra_error(e: BaseException, overrides: list[str]) -> str:
 _SCHEMA_NODES = ("", "env", "policy", "budget", "eval", "cluster", "tracker", "algo")
 
 
-def _allowed_keys(parent: str) -> list[str]:
-    """Keys of the schema node at ``parent`` (top level when empty)."""
+def _chosen_algo(overrides: list[str]) -> str | None:
+    """The ``algo=KEY`` the overrides choose (the last one), or ``None`` (the default)."""
+    for o in reversed(overrides):
+        key, _, value = o.lstrip("+~").partition("=")
+        if key == "algo" and value in algorithms():
+            return value
+    return None
+
+
+def _default_algo() -> str | None:
+    """The ``algo`` option of ``conf/config.yaml``'s defaults list."""
+    import yaml
+
+    data = yaml.safe_load((CONF_DIR / "config.yaml").read_text()) or {}
+    for item in data.get("defaults") or []:
+        if isinstance(item, dict) and "algo" in item:
+            return str(item["algo"])
+    return None
+
+
+def _allowed_keys(parent: str, algo: str | None = None) -> list[str]:
+    """Keys of the schema node at ``parent`` (top level when empty); for ``algo``, the keys of the
+    chosen algorithm (``algo``, else the default one)."""
     import dataclasses
 
     from esbench.config import schema as s
@@ -98,6 +167,9 @@ def _allowed_keys(parent: str) -> list[str]:
         "tracker": s.TrackerConfig,
     }
     if parent == "algo":
+        spec = algorithms().get(algo or _default_algo() or "")
+        if spec is not None:
+            return sorted(f.name for f in dataclasses.fields(spec.schema))
         return sorted({f.name for a in algorithms().values() for f in dataclasses.fields(a.schema)})
     node = nodes.get(parent)
     return [f.name for f in dataclasses.fields(node)] if node else []

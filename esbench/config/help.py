@@ -19,7 +19,7 @@ PAIR_GROUPS: tuple[str, ...] = ("family_env", "algo_env")
 _INTERNAL_GROUPS = frozenset({"family", *PAIR_GROUPS})
 
 USAGE = """\
-usage: esbench run [-m] [--cfg job [--resolve]] KEY=VALUE ...
+usage: esbench run [-m] [--cfg job [--resolve]] [--info] KEY=VALUE ...
 
   Compose a run config from conf/ (Hydra syntax), check it, and run it: one run in-process, or with
   -m a sweep over comma-separated values (seed=0,1,2), every job checked before the first starts.
@@ -27,7 +27,12 @@ usage: esbench run [-m] [--cfg job [--resolve]] KEY=VALUE ...
   -m, --multirun      run a sweep (Hydra multirun); add hydra/launcher=dask to run its jobs on Dask
   --cfg job           print the composed, validated config and exit without running
   --resolve           with --cfg: resolve interpolations in the printed config
+  --cfg hydra|all     Hydra's own config (launcher, sweeper, search path), or both
+  --info [TOPIC]      Hydra's information (plugins, searchpath, defaults, config)
   -h, --help          this help
+
+  Your own config folders join the search path with hydra.searchpath=[file://DIR] or
+  ESBENCH_CONFIG_PATH=DIR[:DIR...]; with -m, hydra/sweeper=optuna searches hyperparameters.
 
   Choose a config group option with GROUP=OPTION (algo=ars), set any key with KEY=VALUE
   (algo.sigma=0.05, budget.timesteps=200000, env.id=Swimmer-v5), e.g.

@@ -9,10 +9,12 @@ Every failure is one line naming the key, the bad value and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import typing
 from collections.abc import Callable
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from esbench.config.errors import ConfigError
 from esbench.config.registry import get_algorithm
@@ -54,8 +56,10 @@ def check_fields(node: Any, schema: type, prefix: str) -> None:
         if value is None:
             continue
         if "choices" in meta and value not in meta["choices"]:
+            choices = list(map(str, meta["choices"]))
             raise ConfigError(
-                f"{key}={value!r} is not allowed; allowed: {', '.join(map(str, meta['choices']))}"
+                f"{key}={value!r} is not allowed{did_you_mean(str(value), choices)}; "
+                f"allowed: {', '.join(choices)}"
             )
         for op, test, word in (
             ("gt", lambda v, b: v > b, ">"),
@@ -67,6 +71,38 @@ def check_fields(node: Any, schema: type, prefix: str) -> None:
                 raise ConfigError(f"{key}={value!r} is out of range; allowed: {key} {word} {meta[op]}")
 
 
+def did_you_mean(name: str, allowed: list[str]) -> str:
+    """`` (did you mean X, Y?)`` for the close matches of ``name`` in ``allowed``, or ``""``."""
+    close = difflib.get_close_matches(name, allowed, n=3)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def check_keys(node: Any, schema: type, prefix: str) -> None:
+    """Every key of ``node`` is a field of the dataclass ``schema`` (recursively), so a key added
+    with ``+`` (``+algo.sigmaa=0.1``) is refused like any misspelled key. Maps (``dict`` fields, such
+    as ``env.kwargs``) take any key; their values are not walked."""
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    hints = typing.get_type_hints(schema)
+    for key in node:
+        full = f"{prefix}.{key}" if prefix else str(key)
+        if key not in fields:
+            allowed = sorted(fields)
+            where = f" in {prefix}" if prefix else ""
+            raise ConfigError(
+                f"{full}: no such config key{did_you_mean(str(key), allowed)}; "
+                f"allowed keys{where}: {', '.join(allowed)}"
+            )
+        value = node._get_node(key)
+        hint = hints[key]
+        if dataclasses.is_dataclass(hint) and isinstance(value, DictConfig):
+            check_keys(value, hint, full)  # type: ignore[arg-type]
+        elif typing.get_origin(hint) is list and isinstance(value, ListConfig):
+            (item,) = typing.get_args(hint) or (Any,)
+            if dataclasses.is_dataclass(item):
+                for i, element in enumerate(value):
+                    check_keys(element, item, f"{full}[{i}]")  # type: ignore[arg-type]
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` if ``cfg`` cannot run. Cheap: no environment is stepped.
 
@@ -74,6 +110,8 @@ def validate(cfg: DictConfig) -> None:
     choices, the policy kinds it can act with, and its own cross-field check.
     """
     spec = get_algorithm(str(cfg.algo.name))
+    check_keys(cfg.algo, spec.schema, "algo")
+    check_keys(cfg, RunConfig, "")  # algo (``Any`` in the run schema) was checked just above
     check_fields(cfg.algo, spec.schema, "algo")
     for name, schema in (
         ("env", EnvConfig),

@@ -50,11 +50,12 @@ from gymnasium import spaces
 from PIL import Image
 
 from esbench.config.schema import EnvConfig
+from esbench.utils.resources import reference_dir
 
 gym.register_envs(ale_py)
 
-TABLE2_CSV = Path(__file__).resolve().parents[2] / "results/reference/salimans2017_atari_table2.csv"
-"""The paper's Table 2 (51 games), shipped with the repository (see ``results/reference``)."""
+TABLE2_CSV = reference_dir() / "salimans2017_atari_table2.csv"
+"""The paper's Table 2 (51 games), shipped with the package (see ``results/reference``)."""
 
 
 def _load_table2(path: Path = TABLE2_CSV) -> tuple[tuple[str, ...], dict[str, str]]:

@@ -34,6 +34,25 @@ def check_env(cfg: DictConfig) -> None:
 
 
 @register_check
+def check_env_id_maps(cfg: DictConfig) -> None:
+    """The keys of ``budget.stop_at_return_by_env`` are Gymnasium ids: a misspelled id
+    (``HalfChetah-v5``) would silently never stop its run, so it is refused, with close matches."""
+    import difflib
+
+    from esbench.envs.factory import known_env_ids
+
+    ids = known_env_ids()
+    for env_id in cfg.budget.get("stop_at_return_by_env") or {}:
+        if str(env_id).split(":")[-1] not in ids:
+            close = difflib.get_close_matches(str(env_id), ids, n=3, cutoff=0.6)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ConfigError(
+                f"budget.stop_at_return_by_env.{env_id}: not a registered Gymnasium environment id{hint}; "
+                "allowed: an id such as HalfCheetah-v5 or ALE/Pong-v5"
+            )
+
+
+@register_check
 def check_atari_policy(cfg: DictConfig) -> None:
     """Atari frames need the CNN; the CNN has no use for observation normalization."""
     if cfg.env.kind != "atari":

@@ -1,0 +1,242 @@
+"""Measured coverage of every interval esbench prints: the table behind ``docs/statistics.md``.
+
+An interval labelled 95% should contain the true value 95% of the time. This module measures
+how often each of esbench's interval methods does, on simulated data with a known truth:
+
+* a mean over seeds (:func:`esbench.analysis.stats.mean_ci`, Student t) on normal and skewed
+  (lognormal) data, beside the percentile and BCa bootstrap it replaced;
+* a time to a target and a ratio of two times (:func:`esbench.analysis.verdicts.time_interval`,
+  :func:`esbench.analysis.verdicts.ratio_interval`) on synthetic learning curves whose seeds
+  learn at different rates, with evaluation noise and censoring ("not reached by L"), against a
+  published constant and against a baseline with its own seeds;
+* a difference of two means (:func:`esbench.analysis.stats.welch_ci`, Welch's t: the ES family
+  table and the retention claim);
+* the IQM across tasks (:func:`esbench.analysis.stats.iqm_ci`, stratified bootstrap);
+* a median over seeds (the wall-clock time to a common score,
+  :mod:`esbench.analysis.time_to_score`: percentile bootstrap of the median). Distribution-free, it
+  cannot cover more than 1 - 2 / 2^n of the time (75% at 3 seeds), and the table says so.
+
+Run ``python -m esbench.analysis.coverage`` to print the table (a few seconds; seeded, so the
+same numbers every time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.polynomial.hermite_e import hermegauss
+from scipy import stats
+
+from esbench.analysis.stats import COVERAGE_METHODS, DISTRIBUTIONS, iqm_ci, simulated_coverage, welch_ci
+from esbench.analysis.verdicts import (
+    SIDE_CONFIDENCE,
+    TimeToTarget,
+    percentile_interval,
+    ratio_interval,
+    resample_medians,
+    time_intervals,
+)
+
+#: Evaluation points of the synthetic curves (x in units of one evaluation interval).
+GRID = np.arange(1.0, 41.0)
+#: Synthetic learning curve of a seed: ``1 - exp(-rate * exp(SPREAD * z) * x) + NOISE * eps``.
+SPREAD, NOISE = 0.3, 0.03
+#: Learning rates of ES and of the baseline, and the target both must reach. ES's true time is
+#: near the end of the grid, so some data sets' bands do not reach it ("not reached by L").
+ES_RATE, BASE_RATE, TARGET = 0.07, 0.15, 0.85
+
+
+def true_time(rate: float, target: float = TARGET, grid: np.ndarray = GRID) -> float:
+    """First grid x at which the population mean curve (over seeds' rates) reaches ``target``."""
+    z, w = hermegauss(80)
+    w = w / w.sum()
+    mean = 1.0 - (w[:, None] * np.exp(-rate * np.exp(SPREAD * z)[:, None] * grid[None, :])).sum(axis=0)
+    hit = np.nonzero(mean >= target)[0]
+    return float(grid[hit[0]]) if hit.size else float("inf")
+
+
+def _curves(rng: np.random.Generator, shape: tuple[int, int], rate: float) -> np.ndarray:
+    """Shape (m, n, len(GRID)): m data sets of n seeds' evaluation curves."""
+    r = rate * np.exp(SPREAD * rng.standard_normal((*shape, 1)))
+    return 1.0 - np.exp(-r * GRID) + NOISE * rng.standard_normal((*shape, GRID.size))
+
+
+def _tts(values: np.ndarray, confidence: float) -> list[TimeToTarget]:
+    """One :class:`TimeToTarget` per data set of ``values`` (shape (m, n, len(GRID)))."""
+    nan, n = float("nan"), values.shape[1]
+    return [
+        TimeToTarget(p, lo, hi, float(GRID[-1]), n, nan, nan, confidence=confidence)
+        for p, lo, hi in time_intervals(values, GRID, TARGET, confidence)
+    ]
+
+
+def ratio_coverage(n_es: int, n_base: int = 0, n_datasets: int = 500, seed: int = 0) -> tuple[float, float]:
+    """Coverage of ES time / baseline time on the synthetic curves, and how often ES is censored.
+
+    Args:
+        n_es: ES seeds per data set.
+        n_base: Baseline seeds; 0 divides by the baseline's true time (a published constant), so
+            this measures the time-to-target interval itself.
+        n_datasets: Simulated data sets.
+        seed: Seed of the simulation.
+
+    Returns:
+        (coverage, censored): the fraction of intervals that contain the true ratio, and the
+        fraction whose upper end is "not reached by L".
+    """
+    rng = np.random.default_rng(seed)
+    base_time = true_time(BASE_RATE)
+    truth = true_time(ES_RATE) / base_time
+    conf = SIDE_CONFIDENCE if n_base else 0.95
+    es = _tts(_curves(rng, (n_datasets, n_es), ES_RATE), conf)
+    if n_base:
+        ratios = [
+            ratio_interval(e, b)
+            for e, b in zip(es, _tts(_curves(rng, (n_datasets, n_base), BASE_RATE), conf), strict=True)
+        ]
+    else:
+        ratios = [ratio_interval(e, base_time) for e in es]
+    low = np.array([r.low if np.isfinite(r.low) else r.lower_bound for r in ratios])
+    high = np.array([r.high for r in ratios])
+    return float(np.mean((low <= truth) & (truth <= high))), float(np.mean(np.isposinf(high)))
+
+
+def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
+    """Coverage of Welch's interval of mean(a) - mean(b), n seeds a side, on normal samples whose
+    spreads differ threefold (sd 1 and 3; true difference 0)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n_datasets, n))
+    b = 3.0 * rng.standard_normal((n_datasets, n))
+    hits = 0
+    for x, y in zip(a, b, strict=True):
+        _, low, high = welch_ci(x, y)
+        hits += bool(low <= 0.0 <= high)
+    return hits / n_datasets
+
+
+def win_count_coverage(n: int, n_games: int = 10, n_datasets: int = 200, seed: int = 0) -> float:
+    """Coverage of Table 2's win-count interval (:func:`esbench.analysis.table2.win_count_interval`,
+    percentile bootstrap) over ``n_games`` games, n seeds a side: each game's true ES-minus-A2C
+    difference of means is spread evenly over [-1.5, 1.5] seed standard deviations, so ES truly
+    wins half the games."""
+    from esbench.analysis.table2 import win_count_interval
+
+    rng = np.random.default_rng(seed)
+    effects = np.linspace(-1.5, 1.5, n_games)
+    truth = int(np.sum(effects > 0))
+    games = np.repeat([f"g{i}" for i in range(n_games)], n)
+    hits = 0
+    for _ in range(n_datasets):
+        es = effects[:, None] + rng.standard_normal((n_games, n))
+        rl = rng.standard_normal((n_games, n))
+        runs = pd.DataFrame(
+            {
+                "env_id": np.concatenate([games, games]),
+                "algo": ["openai_es"] * es.size + ["a2c"] * rl.size,
+                "final_eval_return": np.concatenate([es.ravel(), rl.ravel()]),
+            }
+        )
+        _, low, high, _, _ = win_count_interval(runs, rng, "openai_es")
+        hits += bool(low <= truth <= high)
+    return hits / n_datasets
+
+
+def median_coverage(n: int, n_datasets: int = 500, seed: int = 0) -> float:
+    """Coverage of the percentile bootstrap interval of a median over n seeds (lognormal times,
+    sigma 1: true median 1), as :mod:`esbench.analysis.time_to_score` prints it."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for times in np.exp(rng.standard_normal((n_datasets, n))):
+        low, high = percentile_interval(resample_medians(times, rng))
+        hits += bool(low <= 1.0 <= high)
+    return hits / n_datasets
+
+
+def iqm_coverage(
+    n_seeds: int, n_tasks: int = 5, n_datasets: int = 200, n_resamples: int = 500, seed: int = 0
+) -> float:
+    """Coverage of the stratified-bootstrap IQM interval (:func:`iqm_ci`) across tasks.
+
+    Each task's scores are normal with unit spread and task means spread over [0, 2]; the truth
+    is the IQM of the pooled population (of a million draws per task).
+    """
+    rng = np.random.default_rng(seed)
+    centres = np.linspace(0.0, 2.0, n_tasks)
+    pop = (centres[None, :] + rng.standard_normal((1_000_000, n_tasks))).ravel()
+    truth = float(stats.trim_mean(pop, 0.25))
+    hits = 0
+    for _ in range(n_datasets):
+        scores = centres[None, :] + rng.standard_normal((n_seeds, n_tasks))
+        _, low, high = iqm_ci(scores, rng, n_resamples=n_resamples)
+        hits += bool(low <= truth <= high)
+    return hits / n_datasets
+
+
+def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
+    """Measured coverage of every interval method at each seed count (nominal 95%).
+
+    Returns:
+        One row per (statistic, method, distribution): columns ``statistic``, ``method``,
+        ``data``, ``used`` (whether esbench prints it), ``datasets`` and one column per seed count
+        (``n=3``, ...) with the measured coverage.
+    """
+    rows = []
+    names = {"t": "Student t", "percentile": "percentile bootstrap", "bca": "BCa bootstrap"}
+    for method in COVERAGE_METHODS:
+        for dist, (label, _) in DISTRIBUTIONS.items():
+            row = {"statistic": "mean over seeds", "method": names[method], "data": label,
+                   "used": method == "t", "datasets": 2000}  # fmt: skip
+            for n in seeds:
+                row[f"n={n}"] = simulated_coverage(method, n, dist)
+            rows.append(row)
+    synthetic = "synthetic curves, seed rates lognormal, eval noise, some censored"
+    for label, n_base, method in (
+        ("time to target (ratio to a published constant)", 0, "inverted t band"),
+        ("ratio to our baseline (both sides resampled)", -1, "inverted t bands at sqrt(0.95)"),
+    ):
+        row = {"statistic": label, "method": method, "data": synthetic, "used": True, "datasets": 500}
+        for n in seeds:
+            row[f"n={n}"] = ratio_coverage(n, n if n_base < 0 else 0)[0]
+        rows.append(row)
+    row = {"statistic": "difference of two means", "method": "Welch t",
+           "data": "normal, spreads 1 and 3", "used": True, "datasets": 2000}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = difference_coverage(n)
+    rows.append(row)
+    row = {"statistic": "median over seeds (time to a common score)", "method": "percentile bootstrap",
+           "data": "lognormal times", "used": True, "datasets": 500}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = median_coverage(n)
+    rows.append(row)
+    row = {"statistic": "Table 2 win count over 10 games", "method": "percentile bootstrap",
+           "data": "normal, true wins 5 of 10", "used": True, "datasets": 200}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = win_count_coverage(n)
+    rows.append(row)
+    row = {"statistic": "IQM across 5 tasks", "method": "stratified percentile bootstrap",
+           "data": "normal per task", "used": True, "datasets": 200}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = iqm_coverage(n)
+    rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def coverage_markdown(table: pd.DataFrame) -> str:
+    """The coverage table as Markdown (coverage in percent)."""
+    seeds = [c for c in table.columns if c.startswith("n=")]
+    head = ["Statistic", "Method", "Data", "Printed by esbench", "Data sets", *seeds]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        cells = [r["statistic"], r["method"], r["data"], "yes" if r["used"] else "no", f"{r['datasets']:,}"]
+        cells += [f"{100 * r[c]:.1f}%" for c in seeds]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Print the coverage table (``python -m esbench.analysis.coverage``)."""
+    print(coverage_markdown(coverage_table()), end="")
+
+
+if __name__ == "__main__":
+    main()

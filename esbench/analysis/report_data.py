@@ -1,0 +1,256 @@
+"""The data a report is computed from: ``paper/<name>/data/``, written beside REPORT.md.
+
+A report is a pure function of this directory (:func:`esbench.analysis.report.render_report`),
+so anyone holding a report can re-derive every number in it and ``esbench report --check`` can
+prove the committed tables still follow from it. Layout::
+
+    data/
+      manifest.json     format, report name and target, scale, bootstrap seed, the esbench commit
+                        the report was made from (and whether its tree was clean), the commits the
+                        runs came from, the versions that draw the figures, sha256 of every file
+      runs.parquet      the run table (one row per run used: config columns + summary keys)
+      curves.parquet    every evaluation point of every complete run (the curve table)
+      superseded.parquet, unreadable.parquet   runs set aside, and why
+      configs.json      each run's resolved config.yaml, by run id
+      env.json          each complete run's env.json (versions, host, cores, git commit), by run id
+      calibration.json  the scaling projection's measured costs (scaling reports, when measured)
+      runs/<run_id>/    retention reports only: each run's files the analysis reads (metrics.csv with
+                        every stage's rows, snapshots.npz with the stage-boundary parameters, ...)
+
+Tables are Parquet (pyarrow): typed, compact, and read back to the same frames. Text columns lose
+the difference between NaN and None on the way (both are "no value"), which is why the report is
+always rendered from the data read back, never from the frames in memory: the store and data/
+paths then go through the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from esbench.analysis.load import Results, load_results
+from esbench.utils.io import atomic_write_text
+
+DATA_DIR = "data"
+MANIFEST_FILE = "manifest.json"
+#: Version of the data/ layout; a reader refuses another one.
+FORMAT = 1
+_FRAMES = ("runs", "curves", "superseded", "unreadable")
+_JSON = ("configs", "env")
+CALIBRATION_DATA_FILE = "calibration.json"
+
+
+class ReportDataError(ValueError):
+    """A data/ directory that cannot be read (missing, another format, a file missing)."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a report was made from, besides the runs.
+
+    Attributes:
+        name: The report's directory name (``table1``, ``scaling_curves``).
+        target: The target given to ``esbench report`` (a name of
+            :data:`esbench.analysis.report.TARGETS`, or a results path).
+        kind: How it is built: a named target, or ``path`` (curves and a summary).
+        runs_dir: Where the runs were read from, as given (printed in REPORT.md).
+        seed: Seed of the Generator every bootstrap draws from.
+        allow_partial: Missing runs / unequal seed counts were allowed (and marked).
+        scales: The runs' ``budget.scale`` values.
+        report_commit: The esbench git commit the report was made with (None: not a git checkout).
+        report_dirty: Whether that checkout had uncommitted changes (None: unknown).
+        run_commits: The distinct git commits the runs were made with.
+        figure_versions: matplotlib and FreeType versions that drew the figures: PNG/PDF bytes
+            are compared by ``--check`` only where they are the same.
+        calibration: Whether ``calibration.json`` is part of the data.
+        run_files: The files of each run copied to ``runs/<run_id>/`` (retention reports, whose
+            analysis reads them; empty otherwise). The run table's ``path`` then names the copy.
+        sha256: sha256 of each data file but this one, by path relative to ``data/``.
+        format: :data:`FORMAT`.
+    """
+
+    name: str
+    target: str
+    kind: str
+    runs_dir: str
+    seed: int
+    allow_partial: bool
+    scales: list[str]
+    report_commit: str | None
+    report_dirty: bool | None
+    run_commits: list[str]
+    figure_versions: dict[str, str]
+    calibration: bool = False
+    run_files: list[str] = field(default_factory=list)
+    sha256: dict[str, str] = field(default_factory=dict)
+    format: int = FORMAT
+
+
+def figure_versions() -> dict[str, str]:
+    """The versions that decide a figure's bytes: matplotlib and the FreeType it renders text with."""
+    import matplotlib
+    from matplotlib import ft2font
+
+    return {"matplotlib": matplotlib.__version__, "freetype": str(ft2font.__freetype_version__)}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _json_text(data: Any) -> str:
+    return json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n"
+
+
+def _copy_runs(results: Results, out: Path, run_files: Sequence[str]) -> Results:
+    """Copy ``run_files`` of each run to ``out/runs/<run_id>/``; the results with ``path`` (in the
+    run table and the unreadable table) naming the copy, relative to ``out``."""
+    moved: dict[str, str] = {}
+    for run_id, path in zip(results.runs["run_id"], results.runs["path"], strict=True):
+        rel = f"runs/{run_id}"
+        if rel in moved.values():
+            raise ReportDataError(f"two runs with run id {run_id!r}: cannot ship both")
+        (out / rel).mkdir(parents=True)
+        for name in run_files:
+            if (Path(path) / name).is_file():
+                shutil.copyfile(Path(path) / name, out / rel / name)
+        moved[str(path)] = rel
+    runs = results.runs.assign(path=[moved[str(p)] for p in results.runs["path"]])
+    unreadable = results.unreadable.assign(path=[moved.get(str(p), p) for p in results.unreadable["path"]])
+    return replace(results, runs=runs, unreadable=unreadable)
+
+
+def write_report_data(
+    results: Results,
+    data_dir: str | Path,
+    manifest: Manifest,
+    calibration: Path | None = None,
+    run_files: Sequence[str] = (),
+) -> Manifest:
+    """Write ``results`` (and ``manifest``, with the files' sha256 filled in) to ``data_dir``.
+
+    Whatever ``data_dir`` held before is removed: a report's data is the data of one build.
+
+    Args:
+        results: What :func:`esbench.analysis.load.load_results` read.
+        data_dir: The report's ``data/``.
+        manifest: The report's facts (``sha256``, ``calibration`` and ``run_files`` are filled in).
+        calibration: A ``esbench bench projection`` JSON to ship (scaling reports), or None.
+        run_files: Files of each run to ship as they are (retention reports), or none.
+
+    Returns:
+        The manifest as written.
+    """
+    out = Path(data_dir)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    if run_files:
+        results = _copy_runs(results, out, run_files)
+    frames = {
+        "runs": results.runs,
+        "curves": results.curves,
+        "superseded": results.superseded,
+        "unreadable": results.unreadable,
+    }
+    for name, frame in frames.items():
+        frame = frame.reset_index(drop=True)
+        if "stages" in frame.columns:  # tuples of stage names (sequence runs): JSON text in Parquet
+            frame = frame.assign(stages=[json.dumps(list(s)) for s in frame["stages"]])
+        frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
+    atomic_write_text(out / "configs.json", _json_text(results.configs))
+    atomic_write_text(out / "env.json", _json_text(results.env_info))
+    if calibration is not None:
+        shutil.copyfile(calibration, out / CALIBRATION_DATA_FILE)
+    sums = {
+        p.relative_to(out).as_posix(): _sha256(p)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != MANIFEST_FILE
+    }
+    written = replace(manifest, sha256=sums, calibration=calibration is not None, run_files=list(run_files))
+    atomic_write_text(out / MANIFEST_FILE, _json_text(asdict(written)))
+    return written
+
+
+def read_manifest(data_dir: str | Path) -> Manifest:
+    """The manifest of a report's ``data/``.
+
+    Raises:
+        ReportDataError: no manifest, or another :data:`FORMAT`.
+    """
+    path = Path(data_dir) / MANIFEST_FILE
+    if not path.is_file():
+        raise ReportDataError(f"{path} not found: {Path(data_dir)} is not a report's data directory")
+    raw = json.loads(path.read_text())
+    if raw.get("format") != FORMAT:
+        raise ReportDataError(f"{path}: data format {raw.get('format')!r}, this esbench reads {FORMAT}")
+    return Manifest(**raw)
+
+
+def read_report_data(data_dir: str | Path) -> tuple[Results, Manifest]:
+    """The :class:`Results` and :class:`Manifest` stored in a report's ``data/``.
+
+    Raises:
+        ReportDataError: not a data directory, another format, or a file missing.
+    """
+    root = Path(data_dir)
+    manifest = read_manifest(root)
+    missing = [
+        f
+        for f in (*(f"{n}.parquet" for n in _FRAMES), *(f"{n}.json" for n in _JSON))
+        if not (root / f).is_file()
+    ]
+    if missing:
+        raise ReportDataError(f"{root}: missing {', '.join(missing)}")
+    frames = {name: pd.read_parquet(root / f"{name}.parquet") for name in _FRAMES}
+    for name, frame in frames.items():
+        if "stages" in frame.columns:
+            frame["stages"] = [tuple(json.loads(s)) for s in frame["stages"]]
+        if manifest.run_files and name in ("runs", "unreadable"):  # shipped runs: read the copies
+            frame["path"] = [str(root / p) if str(p).startswith("runs/") else p for p in frame["path"]]
+    configs = json.loads((root / "configs.json").read_text())
+    env_info = json.loads((root / "env.json").read_text())
+    results = Results(
+        root=Path(manifest.runs_dir),
+        runs=frames["runs"],
+        curves=frames["curves"],
+        env_info=env_info,
+        configs=configs,
+        superseded=frames["superseded"],
+        unreadable=frames["unreadable"],
+    )
+    return results, manifest
+
+
+def changed_files(data_dir: str | Path, manifest: Manifest) -> list[str]:
+    """Data files whose sha256 differs from the manifest's (or that are missing), sorted by name."""
+    root = Path(data_dir)
+    return [
+        name
+        for name, digest in sorted(manifest.sha256.items())
+        if not (root / name).is_file() or _sha256(root / name) != digest
+    ]
+
+
+def is_report_data(path: str | Path) -> bool:
+    """Whether ``path`` is a report's ``data/`` directory (it holds a manifest)."""
+    return (Path(path) / MANIFEST_FILE).is_file()
+
+
+def open_results(source: str | Path) -> Results:
+    """The one loader of a report's runs: a results store, or a report's ``data/`` directory.
+
+    Args:
+        source: A results directory (:func:`esbench.analysis.load.load_results`) or a
+            ``data/`` directory (:func:`read_report_data`).
+    """
+    if is_report_data(source):
+        return read_report_data(source)[0]
+    return load_results(source)
