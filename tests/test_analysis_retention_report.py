@@ -115,7 +115,7 @@ def test_per_run_metrics_match_the_hand_computed_answers(tmp_path: Path) -> None
     layers = es0[(es0["metric"] == "drift_l2") & (es0["stage_index"] == 0) & (es0["layer"] >= 0)]
     assert dict(zip(layers["layer"], layers["value"], strict=True)) == pytest.approx({0: 0.0, 1: 3.0})
     norm = data.normalization
-    assert set(norm["source"]) == {"reference"} and set(norm["n_reference_seeds"]) == {2}
+    assert set(norm["source"]) == {"reference (openai_es)"} and set(norm["n_reference_seeds"]) == {2}
     assert np.allclose(norm["r_random"], 0.0) and np.allclose(norm["r_ref"], 10.0)
     # Drift against timesteps: from the first snapshot, at the stage boundaries T_0 = 100, T_1 = 200.
     d = data.drift[(data.drift["algo"] == "openai_es") & (data.drift["seed"] == 0)].sort_values("boundary")
@@ -160,10 +160,17 @@ def test_report_tables_figures_and_claim(tmp_path: Path) -> None:
     report = (out / "REPORT.md").read_text()
     assert "Seeds per condition: 2" in report and "intervals are Student-t 95% CIs over seeds" in report
     assert "figures/retention_curves.png" in report and "figures/retention_gain.png" in report
-    # ES forgets 0.25 on average (0.3, 0.2), TRPO 0.05 (two equal runs): Welch's interval of the
-    # difference, 0.2 +- 12.706 x 0.05 with 1 degree of freedom, [-0.435, 0.835], straddles 0.
-    claim = next(line for line in report.splitlines() if "ES forgets earlier stages more" in line)
-    assert "difference 0.2 [-0.435, 0.835]" in claim and "| undecided" in claim
+    # At matched gain: backward's gain is 0.5 at its first point for every run (5 -> 10), so g* = 0.5
+    # and retention there is forward's score at that point: ES 0.4 and 0.6, TRPO 0.9 and 0.9.
+    matched = pd.read_csv(out / "tables" / "retention_matched_gain.csv").set_index("algo")
+    assert matched.loc["openai_es", "matched_gain"] == pytest.approx(0.5)
+    assert matched.loc["openai_es", "retention_at_matched_gain"] == pytest.approx(0.5)
+    assert matched.loc["trpo", "retention_at_matched_gain"] == pytest.approx(0.9)
+    assert matched.loc["openai_es", "average_forgetting"] == pytest.approx(0.25)  # unconditional, beside
+    # Difference -0.4; Welch t at 2 + 2 seeds (df = 1): the interval holds 0, undecided.
+    claim = next(line for line in report.splitlines() if "ES forgets more than RL at matched" in line)
+    assert "difference -0.4 [" in claim and "| undecided" in claim
+    assert (out / "figures" / "retention_gain_paths.png").stat().st_size > 0
     assert "seeds missing" not in report and "Partial results" not in report
     assert "Scale: smoke" in report and "testhost" in report
     budget = (out / "tables" / "retention_budget.md").read_text()
@@ -221,10 +228,13 @@ def test_missing_seeds_are_named_and_the_report_still_renders(tmp_path: Path) ->
     table = pd.read_csv(out / "tables" / "retention.csv")
     assert _metric(table, "openai_es", "forgetting", 0)["n_seeds"] == 3
     assert _metric(table, "trpo", "forgetting", 0)["n_seeds"] == 2  # what it has, rendered
-    # ars: normalized by its own end-of-stage score, no forward transfer (no reference runs).
-    assert _metric(table, "ars", "forgetting", 0)["mean"] == pytest.approx(0.8)  # 1 - 2/10
+    # ars: on the common scale (the best reference of any algorithm), no forward transfer (no
+    # reference runs of its own).
+    assert _metric(table, "ars", "forgetting", 0)["mean"] == pytest.approx(0.8)  # (10 - 2) / 10
     assert table[(table["algo"] == "ars") & (table["metric"] == "forward_transfer")].empty
-    assert "self (no reference run)" in (out / "tables" / "retention_normalization.md").read_text()
+    norm = pd.read_csv(out / "tables" / "retention_normalization.csv")
+    ars = norm[norm["algo"] == "ars"]
+    assert ars["r_ref_own"].isna().all() and set(ars["source"]) == {"reference (openai_es)"}
     assert (out / "figures" / "retention_curves.png").stat().st_size > 0
 
 
@@ -236,9 +246,10 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
     write_sequence_run(
         runs, "retention", "trpo", "pair", 1, STAGES, _sequence_points(9.0)[1:], snapshots=SNAPS
     )
-    # ppo's references end below the sequence's untrained evaluation (20 > 10): flagged, kept.
-    write_sequence_run(runs, "retention", "ppo", "pair", 0, STAGES, [(0.0, "forward", {"forward": 20.0,
-                       "backward": 20.0}), *_sequence_points(9.0)[1:]])  # fmt: skip
+    # ppo's untrained evaluation (50) lifts the common R_random, the mean over every algorithm's
+    # runs (0, 0, 0, 50: 12.5), above the best reference's end (10): flagged, kept.
+    write_sequence_run(runs, "retention", "ppo", "pair", 0, STAGES, [(0.0, "forward", {"forward": 50.0,
+                       "backward": 50.0}), *_sequence_points(9.0)[1:]])  # fmt: skip
     for k, stage in enumerate(STAGES):
         write_sequence_run(
             runs, "retention", "ppo", "pair", 0, STAGES, _reference_points(stage), only_stage=k
@@ -248,8 +259,9 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
     report = build_report("retention", runs, tmp_path / "paper").read_text()
     assert "openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): no drift (snapshots.npz unreadable" in report
     assert "trpo/pair seed 1 (trpo-pair-seq-w1-s1): no evaluation at timestep 0" in report
-    assert "ppo/pair seed 0 (ppo-pair-seq-w1-s0): stage 0 (forward): R_ref 10 is below R_random 20" in report
-    assert "reference runs (1 seed(s)) *" in report and "scores upside down" in report
+    flagged = "ppo/pair seed 0 (ppo-pair-seq-w1-s0): stage 0 (forward): R_ref 10 is below R_random 12.5"
+    assert flagged in report
+    assert "reference (openai_es) *" in report and "scores upside down" in report
 
 
 def test_a_replicate_run_twice_counts_once(tmp_path: Path) -> None:
@@ -320,35 +332,53 @@ def test_recipe_has_every_reference_run_on_the_same_stage_budget(scale: str) -> 
     """Each (algorithm, sequence, seed) has its sequence run and one single-stage reference run per
     stage, all with one per-stage budget, so normalization and forward transfer can be computed."""
     jobs = [dict(o.split("=", 1) for o in job) for job in all_jobs(get_recipe("retention"), scale)]
-    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
-    for o in jobs:
-        groups.setdefault((o["algo"], o["sequence"], o["seed"]), []).append(o)
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for o in jobs:  # a condition: the algorithm and its variant (population size, weight decay anchor)
+        variant = (o.get("algo.population_size", ""), o.get("algo.l2_anchor", ""))
+        groups.setdefault((o["algo"], o["sequence"], o["seed"], *variant), []).append(o)
     assert groups
-    for (algo, seq, _), runs in groups.items():
+    for (algo, seq, *_), runs in groups.items():
         n_stages = len(sequence_shape(seq)[1])
         assert sorted(o["sequence.only_stage"] for o in runs) == sorted(["null", *map(str, range(n_stages))])
         assert len({o["sequence.stage_timesteps"] for o in runs}) == 1, (algo, seq)
-    algos = {a for a, _, _ in groups}
+    algos = {a for a, *_ in groups}
     assert {"openai_es", "ppo"} <= algos
+    if scale == "mini":  # the ES family against two RL baselines, with AWD and two population sizes
+        assert {"openai_es", "eggroll", "pgpe", "ppo", "trpo"} <= algos
+        assert {s for _, s, *_ in groups} == {"cheetah_dir", "cheetah_mass"}
+        assert {k[3] for k in groups if k[0] == "openai_es"} == {"20", "40"}
+        assert any(k[4] == "stage_start" for k in groups)
     if scale == "paper":
         assert {"ars", "cma_es", "trpo", "a2c", "dqn"} <= algos
-        assert {s for _, s, _ in groups} == {"cheetah_dir", "hopper_mass", "atari_mode", "cw10"}
+        assert {s for _, s, *_ in groups} == {
+            "cheetah_dir",
+            "cheetah_mass",
+            "hopper_mass",
+            "atari_mode",
+            "cw10",
+        }
 
 
 @pytest.mark.slow
 def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
-    """The recipe's smoke scale through the real CLI (about 30 s here): every run is analysed."""
+    """The recipe's smoke scale through the real CLI: every run and every decision is analysed."""
     args = ["retention", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
     proc = esbench("reproduce", *args, timeout=900)
     report = tmp_path / "paper" / "retention" / "REPORT.md"
     assert f"report written: {report}" in proc.stdout
     table = pd.read_csv(report.parent / "tables" / "retention.csv")
-    assert set(table["algo"]) == {"openai_es", "ppo"} and set(table["sequence"]) == {"cartpole_pair"}
+    conditions = {"openai_es@pop8", "openai_es@pop16", "openai_es+awd@pop8", "ppo"}
+    assert set(table["algo"]) == conditions and set(table["sequence"]) == {"cartpole_pair"}
     assert {"forgetting", "forward_transfer", "drift_l2", "update_sparsity@1e-06"} <= set(table["metric"])
     text = report.read_text()
     assert "not evaluated" not in text and "no drift" not in text
-    for stem in ("retention_curves", "retention_drift", "retention_gain"):
+    for stem in ("retention_curves", "retention_drift", "retention_gain", "retention_gain_paths"):
         assert (report.parent / "figures" / f"{stem}.png").stat().st_size > 0
+    claims = pd.read_csv(report.parent / "tables" / "retention_claims.csv")
+    assert {"es_forgets_more", "awd_keeps_retention", "larger_population_forgets_less"} <= set(
+        claims["claim"]
+    )
+    assert "retention_at_matched_gain" in pd.read_csv(report.parent / "tables" / "retention_matched_gain.csv")
 
 
 def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_path: Path) -> None:

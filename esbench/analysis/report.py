@@ -28,7 +28,7 @@ import pandas as pd
 from esbench.analysis import figures
 from esbench.analysis.coverage import ratio_coverage
 from esbench.analysis.env_versions import env_versions_line
-from esbench.analysis.es_family import difference_ci, family_table, write_family_table
+from esbench.analysis.es_family import family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
 from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
@@ -50,6 +50,7 @@ from esbench.analysis.report_data import (
     write_report_data,
 )
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
+from esbench.analysis.retention_decisions import matched_gain_section
 from esbench.analysis.retention_report import (
     RetentionData,
     analyse_retention,
@@ -618,38 +619,6 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
     return sec
 
 
-#: The claim of the LLM-era ES forgetting paper the retention section checks.
-RETENTION_CLAIM = (
-    "ES forgets earlier stages more than gradient RL does (Abdi, Gupta et al. 2026, arXiv:2601.20861)"
-)
-
-
-def _retention_claims(data: RetentionData, rng: np.random.Generator) -> list[str]:
-    """One claim row per sequence: the ES family's average forgetting against RL's, per-seed values
-    of every algorithm of a family pooled, decided by Welch's t interval of the difference of means
-    (:func:`esbench.analysis.es_family.difference_ci`)."""
-    rows = []
-    avg = data.per_run[data.per_run["metric"] == "average_forgetting"]
-    for seq, g in avg.groupby("sequence", sort=True):
-        es = g[[is_es(str(a)) for a in g["algo"]]]["value"].to_numpy(float)
-        rl = g[[not is_es(str(a)) for a in g["algo"]]]["value"].to_numpy(float)
-        if not len(es) or not len(rl):
-            continue
-        diff, low, high = difference_ci(es, rl, rng)
-        ok = None if not np.isfinite(low) else (True if low > 0 else False if high < 0 else None)
-        interval = (
-            f" [{fmt_num(low, 3)}, {fmt_num(high, 3)}]" if np.isfinite(low) else " (no CI: < 2 runs a side)"
-        )
-        ours = (
-            f"average forgetting ES {fmt_num(es.mean(), 3)} ({len(es)} run(s)) vs RL {fmt_num(rl.mean(), 3)} "
-            f"({len(rl)} run(s)); difference {fmt_num(diff, 3)}{interval}"
-        )
-        paper = "ES forgets more than GRPO at matched new-task gains (LLM fine-tuning)"
-        verdict = _verdict(ok) + " (decided by the difference's 95% CI: above 0 supports, below 0 refutes)"
-        rows.append(f"| {seq}: {RETENTION_CLAIM} | {paper} | {ours} | {verdict} |")
-    return rows
-
-
 def _seeds_markdown(data: RetentionData) -> str:
     """Which seeds each (algorithm, sequence) used and which are missing, as a table and lines."""
     lines = [
@@ -681,19 +650,21 @@ def _normalization_table(data: RetentionData, root: Path) -> str:
             "R random": [fmt_num(v, 4) for v in norm["r_random"]],
             "R ref": [fmt_num(v, 4) for v in norm["r_ref"]],
             "R ref from": [
-                (f"reference runs ({n} seed(s))" if src == "reference" else "self (no reference run)")
-                + (" *" if ref < rand else "")
-                for src, n, ref, rand in zip(
-                    norm["source"], norm["n_reference_seeds"], norm["r_ref"], norm["r_random"], strict=True
-                )
+                str(src) + (" *" if ref < rand else "")
+                for src, ref, rand in zip(norm["source"], norm["r_ref"], norm["r_random"], strict=True)
             ],
+            "Own R ref": [fmt_num(v, 4) for v in norm.get("r_ref_own", pd.Series(np.nan, index=norm.index))],
+            "Own reference seeds": [str(int(n)) for n in norm["n_reference_seeds"]],
         }
     )
     notes = (
-        "p_i(t) = (R_i(t) - R_random) / (R_ref - R_random). R random: the sequence run's evaluation of the "
-        f"stage at timestep 0 (mean over the runs shown). R ref: mean of the last {LAST_K} evaluations of "
-        "the same algorithm's single-stage reference runs of the stage, averaged over their seeds; "
-        "self: no reference run, the sequence run's own end-of-stage score (forward transfer not computed)."
+        "p_i(t) = (R_i(t) - R_random) / (R_ref - R_random), one scale for every algorithm of a sequence. "
+        "R random: the untrained policies' return on the stage (every algorithm's sequence runs, evaluated "
+        f"at timestep 0, averaged). R ref: the best final return (mean of the last {LAST_K} evaluations, "
+        "averaged over seeds) that any algorithm's single-stage reference runs of the stage reached (which "
+        "one: R ref from); sequence end: no algorithm has a reference run of the stage, the best "
+        "end-of-stage return of any algorithm's sequence runs stands in. Own R ref: this algorithm's own "
+        "reference (its forward transfer is measured against that curve, on the common scale)."
     )
     if (norm["r_ref"] < norm["r_random"]).any():
         notes += (
@@ -746,8 +717,9 @@ def _section_retention(
         "*Question answered: after training stage after stage, how much of each earlier stage does "
         "an algorithm keep, how much does an earlier stage help a later one, and how far do its "
         "parameters move?* Every stage is evaluated at every evaluation point of the sequence "
-        "(deterministic policy, fixed evaluation seeds). Scores are normalized per stage (0: the "
-        "untrained policy, 1: the algorithm's own single-stage reference run); the metrics follow "
+        "(deterministic policy, fixed evaluation seeds). Scores are normalized per stage on one scale "
+        "for every algorithm (0: the untrained policies, 1: the best single-stage reference run of any "
+        "algorithm; raw returns in the CSVs); the metrics follow "
         "Continual World (Wołczyk et al. 2021) and, for drift and sparsity, Abdi, Gupta et al. (2026). "
         f"Seeds per condition: {seeds_text}; intervals are Student-t 95% CIs over seeds "
         "(differences: Welch's t), absent with fewer than 2 seeds. "
@@ -816,7 +788,9 @@ def _section_retention(
                     "and stage, one panel per algorithm (below 0: forgetting)",
                 )
             )
-        sec.claims += _retention_claims(data, rng)
+        blocks, claim_rows = matched_gain_section(data, root, rng)
+        sec.body += blocks
+        sec.claims += claim_rows
     if data.problems:
         sec.body.append(
             "### Notes on individual runs\n\nRuns left out of some numbers, and numbers to read with "

@@ -47,15 +47,21 @@ evaluations), so 0 is "untrained" and 1 "as good as training on stage i alone". 
 (:func:`normalized_scores`); :func:`normalization_from_runs` derives them. Continual World uses
 success rates, already in [0, 1]; returns need this normalization to be comparable across stages.
 
-"At the end of stage j", every value is the mean over the last ``k`` evaluation points up to the
-end of stage j (points trained on stage <= j), as Continual World's results code averages the last
-5 logged evaluations (``tail(5)``; :data:`LAST_K`). That gives the score matrix
+"At the end of stage j", every value is the mean over the last ``k`` evaluation points of stage j
+itself (points trained on stage j; fewer when the stage has fewer, never a point of an earlier
+stage), as Continual World's results code averages the last 5 logged evaluations of the active
+task (``tail(5)``; :data:`LAST_K`). That gives the score matrix
 ``E[i, j] = p_i(end of stage j)`` (:func:`score_matrix`), the continual-learning "accuracy
 matrix", from which:
 
 * final score ``p_i(T) = E[i, K-1]``; average performance ``P = mean_i p_i(T)``;
 * forgetting ``F_i = p_i(end of stage i) - p_i(T) = E[i, i] - E[i, K-1]`` (the last stage's is 0;
   average forgetting is the mean over all K stages, as Continual World averages every task);
+* backward transfer (Lopez-Paz & Ranzato 2017, "Gradient Episodic Memory for Continual
+  Learning", NeurIPS) ``BWT_i = E[i, K-1] - E[i, i] = -F_i`` for i < K-1, averaged over those
+  K-1 stages; and their forward transfer, here ``zero_shot_transfer``
+  ``ZST_i = E[i, i-1] - p_i(0)``: stage i's score before it is trained, above the untrained
+  policy's;
 * forgetting of stage i caused by stage j > i: ``M[i, j] = E[i, j-1] - E[i, j]`` (the drop over
   stage j's span); ``sum_{j>i} M[i, j] = F_i`` exactly;
 * largest transient drop of stage i during stage j > i:
@@ -337,12 +343,17 @@ def normalization_from_runs(
 
 
 def score_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
-    """``E[i, j] = p_i(end of stage j)``: mean of p_i over the last ``last_k`` points up to stage j.
+    """``E[i, j] = p_i(end of stage j)``: mean of p_i over the last ``last_k`` points of stage j.
+
+    Only the points trained on stage j itself are averaged (Continual World's ``tail(5)`` of the
+    active task's own log): a stage with fewer than ``last_k`` points averages the points it has,
+    never points of an earlier stage. A stage with no point (a zero budget) changed nothing, so
+    its column repeats the stage before it.
 
     Args:
         p: Normalized scores, shape (K, n_points).
         train_stage: Stage trained at each point, shape (n_points,), non-decreasing.
-        last_k: Points averaged (fewer where fewer exist).
+        last_k: Points averaged (fewer where the stage has fewer).
 
     Returns:
         Shape (K, K); column j NaN when no point is trained on a stage <= j.
@@ -352,9 +363,11 @@ def score_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> 
     k_stages = scores.shape[0]
     out = np.full((k_stages, k_stages), np.nan)
     for j in range(k_stages):
-        upto = np.flatnonzero(stage <= j)
-        if len(upto):
-            out[:, j] = scores[:, upto[-last_k:]].mean(axis=1)
+        own = np.flatnonzero(stage == j)
+        if len(own):
+            out[:, j] = scores[:, own[-last_k:]].mean(axis=1)
+        elif j:
+            out[:, j] = out[:, j - 1]
     return out
 
 
@@ -372,6 +385,38 @@ def forgetting(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np
     """``F_i = p_i(end of stage i) - p_i(T)``, shape (K,) (Continual World); the last stage's is 0."""
     e = score_matrix(p, train_stage, last_k)
     return np.diag(e) - e[:, -1]
+
+
+def backward_transfer(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``BWT_i = p_i(T) - p_i(end of stage i) = E[i, K-1] - E[i, i]``, shape (K,); NaN for the last stage.
+
+    Lopez-Paz & Ranzato (2017, "Gradient Episodic Memory for Continual Learning", NeurIPS, Sec. 3)
+    average it over the first K-1 tasks (:func:`average_backward_transfer`): positive when later
+    stages improved earlier ones, negative when they made the policy forget (then ``-F_i``).
+    """
+    e = score_matrix(p, train_stage, last_k)
+    out = e[:, -1] - np.diag(e)
+    out[-1] = np.nan
+    return out
+
+
+def average_backward_transfer(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> float:
+    """``BWT = 1/(K-1) sum_{i<K-1} (E[i, K-1] - E[i, i])`` (Lopez-Paz & Ranzato 2017); NaN for K=1."""
+    values = backward_transfer(p, train_stage, last_k)[:-1]
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+def zero_shot_transfer(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
+    """``E[i, i-1] - p_i(0)``, shape (K,) (NaN for stage 0): stage i's score before it is trained,
+    above the untrained policy's (Lopez-Paz & Ranzato's forward transfer, ``R_{i-1,i} - b_i``; the
+    untrained policy is the sequence run's evaluation at its first point).
+    """
+    scores = np.asarray(p, dtype=float)
+    e = score_matrix(scores, train_stage, last_k)
+    out = np.full(scores.shape[0], np.nan)
+    for i in range(1, scores.shape[0]):
+        out[i] = e[i, i - 1] - scores[i, 0]
+    return out
 
 
 def forgetting_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
@@ -607,10 +652,13 @@ def run_retention(
         ``forgetting_during`` and ``transient_drop`` (else -1), ``layer`` the block for per-layer
         drift (else -1). Metrics: ``end_of_stage_score``, ``final_score``, ``forgetting``,
         ``forgetting_during``, ``transient_drop``, ``max_transient_drop``, ``auc``, ``auc_ref``,
-        ``forward_transfer``, ``update_<l2|rel|sparsity@τ>`` (stage k's own update),
+        ``forward_transfer``, ``backward_transfer``, ``zero_shot_transfer``,
+        ``end_of_stage_return`` and ``final_return`` (raw returns, beside the normalized scores),
+        ``update_<l2|rel|sparsity@τ>`` (stage k's own update),
         ``drift_<...>`` (final minus end of stage k), ``kl``, ``average_performance``,
-        ``average_forgetting``, ``average_forward_transfer``. Undefined values (a later stage
-        with no evaluation point, a stage with no reference) have no row.
+        ``average_forgetting``, ``average_forward_transfer``, ``average_backward_transfer``.
+        Undefined values (a later stage with no evaluation point, a stage with no reference) have
+        no row.
     """
     k_stages = len(curves.stages)
     p = normalized_scores(curves.returns, r_random, r_ref)
@@ -625,7 +673,14 @@ def run_retention(
             stage = curves.stages[i] if i >= 0 else "all"
             rows.append((i, stage, during, layer, metric, float(value)))
 
+    bwt = backward_transfer(p, curves.train_stage, last_k)
+    zst = zero_shot_transfer(p, curves.train_stage, last_k)
+    raw = score_matrix(curves.returns, curves.train_stage, last_k)
     for i in range(k_stages):
+        add(i, "end_of_stage_return", raw[i, i])
+        add(i, "final_return", raw[i, -1])
+        add(i, "backward_transfer", bwt[i])
+        add(i, "zero_shot_transfer", zst[i])
         add(i, "end_of_stage_score", e[i, i])
         add(i, "final_score", e[i, -1])
         add(i, "forgetting", forget[i])
@@ -659,6 +714,8 @@ def run_retention(
     if kl is not None:
         for i, value in enumerate(kl):
             add(i, "kl", float(value))
+    if k_stages > 1:
+        add(NONE, "average_backward_transfer", float(np.mean(bwt[:-1])))
     add(NONE, "average_performance", float(np.mean(e[:, -1])))
     add(NONE, "average_forgetting", float(np.mean(forget)))
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
@@ -722,6 +779,7 @@ DISPLAY_METRICS: Mapping[str, str] = {
     "forgetting": "Forgetting",
     "max_transient_drop": "Max transient drop",
     "forward_transfer": "Forward transfer",
+    "backward_transfer": "Backward transfer",
     "drift_l2": "Drift L2",
     "drift_rel": "Relative drift",
     "update_sparsity@1e-06": "Update sparsity (1e-6)",
@@ -729,6 +787,7 @@ DISPLAY_METRICS: Mapping[str, str] = {
     "average_performance": "Average performance",
     "average_forgetting": "Average forgetting",
     "average_forward_transfer": "Average forward transfer",
+    "average_backward_transfer": "Average backward transfer",
 }
 
 

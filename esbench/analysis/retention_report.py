@@ -14,14 +14,16 @@ the tidy tables the ``retention`` report section draws and tabulates
   the normalization used, and which seeds are missing.
 
 Normalization (stated in every report): ``p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)``
-with R_i^random the sequence run's own evaluation of stage i at timestep 0 (the untrained policy)
-and R_i^ref the final return (mean of the last :data:`~esbench.analysis.retention.LAST_K`
-evaluations) of the **same algorithm's** single-stage reference runs of stage i, averaged over
-their seeds; forward transfer compares with the reference runs' mean curve (Continual World,
-Wołczyk et al. 2021, normalizes and compares each method against its own single-task runs). Where
-an algorithm has no complete reference run of stage i, R_i^ref falls back to the sequence run's
-own score at the end of stage i ("self"): forgetting is then a fraction of what the run itself
-had learned, forward transfer is not computed, and the report says so.
+on **one scale for every algorithm** of a sequence (:func:`common_scale`): R_i^ref is the best
+final return (mean of the last :data:`~esbench.analysis.retention.LAST_K` evaluations, averaged over
+seeds) that any algorithm's single-stage reference runs of stage i reached, and R_i^random the mean
+over every algorithm's sequence runs of their untrained policy's return on stage i (the evaluation
+at timestep 0). A score of 0.7 then means the same return for ES and for RL. Where no algorithm has
+a reference run of stage i, the best end-of-stage-i return of any algorithm's sequence runs stands
+in (the report says so). Raw returns are kept beside the scores (``end_of_stage_return``,
+``final_return``, the curves' ``return``). Forward transfer compares each algorithm's sequence
+run with its **own** reference runs' mean curve (Continual World, Wołczyk et al. 2021), drawn on
+the same common scale.
 
 Seeds: the seeds of a sequence are every seed any run of it uses (any algorithm, sequence or
 reference run, complete or not); a condition (algorithm, sequence) lacking a complete sequence run
@@ -31,7 +33,7 @@ of one of them has that seed *missing*, reported by name, and the report renders
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,8 @@ SEQUENCE_RUN_COLUMNS: tuple[str, ...] = (
     "path",
     "total_timesteps",  # summary.json: timesteps actually trained (NaN when not complete)
     "wall_clock_s",  # summary.json: seconds of training
+    "population_size",  # ES: algo.population_size (None for RL)
+    "l2_anchor",  # ES: algo.l2_anchor (zero, or stage_start: Anchored Weight Decay)
 )
 #: What makes two runs one replicate (the newest complete one is used, the others superseded).
 _REPLICATE = ("experiment", "algo", "sequence", "only_stage", "scale", "workers", "cluster", "seed")
@@ -138,6 +142,8 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
                 "only_stage": int(only) if only is not None else NONE,
                 "stages": stages,
                 "complete": complete,
+                "population_size": config_value(cfg, "algo.population_size", default=None),
+                "l2_anchor": str(config_value(cfg, "algo.l2_anchor", default="zero") or "zero"),
                 "path": str(run_dir),
                 "total_timesteps": float(summary.get("total_timesteps", math.nan)) if complete else math.nan,
                 "wall_clock_s": float(summary.get("wall_clock_s", math.nan)) if complete else math.nan,
@@ -148,6 +154,7 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
     unreadable = pd.DataFrame(bad, columns=["run_id", "path", "file", "reason"])
     if runs.empty:
         return runs, runs.copy(), unreadable
+    runs["algo"] = condition_names(runs)
     runs = runs.sort_values(["algo", "sequence", "only_stage", "seed", "run_id"], kind="stable")
     runs = runs.reset_index(drop=True)
     used = pd.Series(True, index=runs.index)
@@ -157,6 +164,36 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
             newest = max(done.index, key=lambda i: (Path(done.at[i, "path"]) / SUMMARY_FILE).stat().st_mtime)
             used[group.index.difference([newest])] = False
     return runs[used].reset_index(drop=True), runs[~used].reset_index(drop=True), unreadable
+
+
+#: Suffix of a condition trained with Anchored Weight Decay (``algo.l2_anchor: stage_start``).
+AWD_SUFFIX = "+awd"
+#: Separator before a condition's population size (``openai_es@pop40``).
+POP_SEP = "@pop"
+
+
+def base_algo(condition: str) -> str:
+    """The registered algorithm of a condition name (``openai_es+awd@pop40`` -> ``openai_es``)."""
+    return str(condition).split(POP_SEP)[0].removesuffix(AWD_SUFFIX)
+
+
+def condition_names(runs: pd.DataFrame) -> pd.Series:
+    """The condition each run belongs to: its algorithm, ``+awd`` with Anchored Weight Decay, and
+    ``@pop<N>`` when one algorithm's runs of one sequence (with or without AWD) use more than one
+    population size (the population-size comparison); the plain algorithm key otherwise, so reports of one
+    configuration per algorithm read as before."""
+    if runs.empty or "population_size" not in runs:
+        return runs.get("algo", pd.Series(dtype=str))
+    names = runs["algo"].astype(str).where(runs["l2_anchor"] != "stage_start", runs["algo"] + AWD_SUFFIX)
+    pops = runs["population_size"]
+    out = names.copy()
+    for (_, _), group in runs.assign(_name=names).groupby(["algo", "sequence"], sort=False):
+        sizes = {int(v) for v in group["population_size"] if v is not None and not pd.isna(v)}
+        if len(sizes) > 1:
+            out[group.index] = [
+                f"{n}{POP_SEP}{int(v)}" for n, v in zip(group["_name"], pops[group.index], strict=True)
+            ]
+    return out
 
 
 def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None, str]:
@@ -188,15 +225,17 @@ class RetentionData:
             ``old_stage_change`` rows per later stage j, ``stage_index`` = j).
         curves: Normalized curves, one row per (run, evaluated stage, point): ``algo``,
             ``sequence``, ``seed``, ``run_id``, ``stage_index``, ``stage``, ``timesteps``,
-            ``train_stage``, ``p``.
+            ``train_stage``, ``p`` (normalized), ``return`` (raw).
         boundaries: One row per (run, stage): ``algo``, ``sequence``, ``seed``, ``stage_index``,
             ``stage``, ``end_timesteps`` (T_k).
         drift: One row per (run, boundary k = 1..K): ``algo``, ``sequence``, ``seed``,
             ``boundary`` (k), ``timesteps`` (T_{k-1}), ``l2``, ``rel``, ``sparsity@<τ>`` of
             the snapshot at that boundary from the first snapshot (the parameters the sequence
             started from).
-        normalization: One row per (algo, sequence, stage): ``r_random`` (mean over the analysed
-            runs), ``r_ref``, ``source`` (``reference`` or ``self``), ``n_reference_seeds``.
+        normalization: One row per (algo, sequence, stage): the common ``r_random`` and ``r_ref``
+            (the same on every algorithm's row of a sequence), ``source`` (where R^ref came from:
+            :func:`common_scale`), ``r_ref_own`` (this algorithm's own reference final return,
+            NaN without one) and ``n_reference_seeds``.
         seeds: One row per (algo, sequence): ``expected`` / ``used`` / ``missing`` seed lists
             (comma-separated), ``incomplete_runs`` and ``references_missing`` (text).
         drift_curves: One row per (run, evaluation point) (:func:`drift_curve_frame`): ``algo``,
@@ -262,6 +301,51 @@ def _gain_rows(e: np.ndarray, stages: tuple[str, ...]) -> list[tuple[int, str, i
     return rows
 
 
+def common_scale(
+    r_ref_own: Mapping[str, np.ndarray],
+    curves: Mapping[str, Sequence[SequenceCurves]],
+    last_k: int = LAST_K,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """One normalization per stage, the same for every algorithm of a sequence.
+
+    ``R_i^ref`` is the best final return any algorithm's single-stage reference runs of stage i
+    reached (each algorithm's mean over its reference seeds; the largest of those), so 1 means "as
+    good as the best algorithm trained on stage i alone" whichever algorithm is scored. Where no
+    algorithm has a reference run of stage i, the best end-of-stage-i return of any algorithm's
+    sequence runs stands in (mean over seeds). ``R_i^random`` is the untrained policies' return
+    on stage i: the mean, over every algorithm's sequence runs, of their evaluation at timestep 0.
+
+    Args:
+        r_ref_own: Per algorithm, its own reference final return per stage, shape (K,) (NaN: none).
+        curves: Per algorithm, its sequence runs' curves.
+        last_k: Evaluations averaged at a stage's end.
+
+    Returns:
+        (r_random, r_ref, source): arrays of shape (K,), and per stage where R^ref came from
+        (``reference (<algo>)`` or ``sequence end (<algo>)``; ``none`` when nothing gives one).
+    """
+    k_stages = len(next(iter(r_ref_own.values()))) if r_ref_own else 0
+    starts = [c.returns[:, 0] for runs in curves.values() for c in runs]
+    r_random = np.mean(starts, axis=0) if starts else np.full(k_stages, np.nan)
+    r_ref = np.full(k_stages, np.nan)
+    source = ["none"] * k_stages
+    for k in range(k_stages):
+        refs = {a: float(v[k]) for a, v in r_ref_own.items() if np.isfinite(v[k])}
+        kind = "reference"
+        if not refs:
+            kind = "sequence end"
+            refs = {
+                a: float(np.mean([score_matrix(c.returns, c.train_stage, last_k)[k, k] for c in runs]))
+                for a, runs in curves.items()
+                if runs
+            }
+            refs = {a: v for a, v in refs.items() if np.isfinite(v)}
+        if refs:
+            best = max(sorted(refs), key=lambda a: refs[a])
+            r_ref[k], source[k] = refs[best], f"{kind} ({best})"
+    return np.asarray(r_random, dtype=float), r_ref, source
+
+
 def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float = 1e-9) -> RetentionData:
     """Every retention number of a results store's sequence runs (see the module docstring).
 
@@ -288,6 +372,8 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
         main = seq_runs[seq_runs["only_stage"] == NONE]
         stages = tuple(main["stages"].iloc[0]) if len(main) else tuple(seq_runs["stages"].iloc[0])
         stages_of[str(sequence)] = stages
+        # Pass 1, per algorithm: its reference runs and its complete sequence runs' curves.
+        algos: dict[str, dict[str, Any]] = {}
         for algo, group in seq_runs.groupby("algo", sort=True):
             seq = group[group["only_stage"] == NONE]
             done = seq[seq["complete"]]
@@ -328,9 +414,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                     "references_missing": "; ".join(ref_missing),
                 }
             )
-            randoms: list[np.ndarray] = []
-            refs_used: list[np.ndarray] = []
-            analysed: list[int] = []
+            loaded: list[tuple[int, pd.Series, pd.DataFrame, SequenceCurves]] = []
             for _, run in done.sort_values("seed").iterrows():
                 seed = int(run["seed"])
                 where = f"{algo}/{sequence} seed {seed} ({run['run_id']})"
@@ -343,9 +427,24 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 if not len(curves.timesteps) or curves.timesteps[0] != 0:
                     problems.append(f"{where}: no evaluation at timestep 0 (the untrained policy)")
                     continue
-                r_random = curves.returns[:, 0].astype(float)
-                own = score_matrix(curves.returns, curves.train_stage, last_k).diagonal()
-                r_ref = np.where(np.isfinite(r_ref_of), r_ref_of, own)
+                loaded.append((seed, run, metrics, curves))
+            algos[str(algo)] = {
+                "refs": refs,
+                "r_ref_own": np.asarray(r_ref_of, dtype=float),
+                "n_ref": n_ref,
+                "loaded": loaded,
+                "seed_row": seed_rows[-1],
+            }
+        r_random, r_ref, source = common_scale(
+            {a: v["r_ref_own"] for a, v in algos.items()},
+            {a: [c for *_, c in v["loaded"]] for a, v in algos.items()},
+            last_k,
+        )
+        # Pass 2: every run on the one scale.
+        for algo, info in algos.items():
+            analysed: list[int] = []
+            for seed, run, metrics, curves in info["loaded"]:
+                where = f"{algo}/{sequence} seed {seed} ({run['run_id']})"
                 flat = np.flatnonzero(~(np.abs(r_ref - r_random) > scale_tol))
                 if len(flat):
                     k = int(flat[0])
@@ -365,12 +464,13 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 if short:
                     problems.append(
                         f"{where}: fewer than the {last_k} evaluation points averaged at a stage's end "
-                        f"(stage: points) {', '.join(short)}; its end values also average points of "
-                        "earlier stages (evaluate more often: eval.interval_timesteps)"
+                        f"(stage: points) {', '.join(short)}; its end values average the points it has "
+                        "(evaluate more often: eval.interval_timesteps)"
                     )
                 snaps, why = read_snapshots(run["path"], len(stages))
                 if snaps is None:
                     problems.append(f"{where}: no drift ({why})")
+                refs = info["refs"]
                 references = refs if any(r is not None for r in refs) else None
                 kl = final_policy_kl(metrics, stages)
                 table = run_retention(
@@ -387,17 +487,17 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 e_matrix = score_matrix(p, curves.train_stage, last_k)
                 extra = pd.DataFrame(_gain_rows(e_matrix, stages), columns=list(table.columns))
                 table = pd.concat([table, extra], ignore_index=True) if len(extra) else table
-                per_run.append(table.assign(algo=str(algo), sequence=str(sequence), seed=seed))
-                curve_rows.append(_curve_frame(curves, p, str(algo), str(sequence), seed, str(run["run_id"])))
+                per_run.append(table.assign(algo=algo, sequence=str(sequence), seed=seed))
+                curve_rows.append(_curve_frame(curves, p, algo, str(sequence), seed, str(run["run_id"])))
                 drift_curve_rows.append(
                     drift_curve_frame(metrics, stages).assign(
-                        algo=str(algo), sequence=str(sequence), seed=seed, run_id=str(run["run_id"])
+                        algo=algo, sequence=str(sequence), seed=seed, run_id=str(run["run_id"])
                     )
                 )
                 for k, name in enumerate(stages):
                     bound_rows.append(
                         {
-                            "algo": str(algo),
+                            "algo": algo,
                             "sequence": str(sequence),
                             "seed": seed,
                             "stage_index": k,
@@ -410,7 +510,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                     for k in range(1, len(stages) + 1):
                         drift_rows.append(
                             {
-                                "algo": str(algo),
+                                "algo": algo,
                                 "sequence": str(sequence),
                                 "seed": seed,
                                 "boundary": k,
@@ -418,21 +518,20 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                                 **param_drift(snaps.params[k], snaps.params[0]),
                             }
                         )
-                randoms.append(r_random)
-                refs_used.append(r_ref)
                 analysed.append(seed)
-            seed_rows[-1]["used"] = _seed_list(analysed)
+            info["seed_row"]["used"] = _seed_list(analysed)
             for k, name in enumerate(stages):
                 norm_rows.append(
                     {
-                        "algo": str(algo),
+                        "algo": algo,
                         "sequence": str(sequence),
                         "stage_index": k,
                         "stage": name,
-                        "r_random": float(np.mean([r[k] for r in randoms])) if randoms else math.nan,
-                        "r_ref": float(np.mean([r[k] for r in refs_used])) if refs_used else math.nan,
-                        "source": "reference" if np.isfinite(r_ref_of[k]) else "self",
-                        "n_reference_seeds": n_ref[k],
+                        "r_random": float(r_random[k]),
+                        "r_ref": float(r_ref[k]),
+                        "source": source[k],
+                        "r_ref_own": float(info["r_ref_own"][k]),
+                        "n_reference_seeds": info["n_ref"][k],
                     }
                 )
     columns = ["algo", "sequence", "seed", "stage_index", "stage", "during", "layer", "metric", "value"]
@@ -536,6 +635,7 @@ _CURVE_COLUMNS = [
     "timesteps",
     "train_stage",
     "p",
+    "return",
 ]
 
 
@@ -557,6 +657,7 @@ def _curve_frame(
                     "timesteps": curves.timesteps,
                     "train_stage": curves.train_stage,
                     "p": p[i, :n],
+                    "return": curves.returns[i, :n],
                 }
             )
         )

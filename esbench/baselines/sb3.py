@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.monitor import Monitor
@@ -65,8 +66,28 @@ def make_training_env(cfg: DictConfig, hp: dict[str, Any]) -> VecEnv:
 
     venv: VecEnv = DummyVecEnv([thunk] * int(hp["n_envs"]))
     if hp["normalize"] and cfg.env.kind != "atari":  # pixels are never normalized (SB3 scales them)
+        stage_id = list(cfg.env.get("stage_id") or [])
+        if stage_id:  # the one-hot stage id passes unnormalized, as in the ES policy
+            return StageIdVecNormalize(venv, int(stage_id[1]), gamma=float(hp["gamma"]))
         venv = VecNormalize(venv, gamma=float(hp["gamma"]), norm_obs=True, norm_reward=True)
     return venv
+
+
+class StageIdVecNormalize(VecNormalize):
+    """SB3's VecNormalize that leaves the last ``raw_tail`` observation entries as they are: a
+    one-hot stage id (``sequence.stage_id_obs``) is constant within a stage, so statistics reset
+    at a stage boundary would normalize it to zeros and hide which stage the policy is in."""
+
+    def __init__(self, venv: VecEnv, raw_tail: int, gamma: float) -> None:
+        super().__init__(venv, gamma=gamma, norm_obs=True, norm_reward=True)
+        self.raw_tail = int(raw_tail)
+
+    def normalize_obs(self, obs: Any) -> Any:
+        """Normalized observations, the trailing stage id copied back unchanged."""
+        out = super().normalize_obs(obs)
+        if self.raw_tail and isinstance(out, np.ndarray):
+            out[..., -self.raw_tail :] = np.asarray(obs)[..., -self.raw_tail :]
+        return out
 
 
 def policy_spec(cfg: DictConfig, algo: str) -> tuple[str, dict[str, Any]]:

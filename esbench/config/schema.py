@@ -70,6 +70,9 @@ class GradientESConfig(ESConfig):
     momentum: float = _c(0.9, ge=0.0, lt=1.0)  # SGD and ClipUp
     max_speed: float | None = _c(None, gt=0.0)  # ClipUp's velocity cap (None: 2 * learning_rate)
     l2_coeff: float = _c(0.0, ge=0.0)  # weight decay added to the loss gradient
+    # What weight decay pulls toward: zero (classic L2), or the parameters the current stage of a
+    # task sequence started from (Anchored Weight Decay; the run's start outside a sequence).
+    l2_anchor: str = _c("zero", choices=("zero", "stage_start"))
     fitness_shaping: str = _c("centered_rank", choices=("centered_rank", "z_score", "raw"))
 
 
@@ -88,6 +91,9 @@ class EnvConfig:
     # see the same env (esbench.envs.variants: e.g. body_mass_scale, geom_friction_scale, gravity_z on
     # MuJoCo; gravity, length, masspole on CartPole). Empty: the environment as registered.
     dynamics: dict[str, float] = field(default_factory=dict)
+    # [k, K]: a one-hot id of stage k of K appended to the observation (set per stage by
+    # sequence.stage_id_obs; esbench.envs.variants.append_stage_id). Empty: none.
+    stage_id: list[int] = field(default_factory=list)
     # Atari only (Mnih et al. 2016 preprocessing).
     game: str | None = None  # e.g. "Pong"; sets id to ALE/<game>-v5
     frame_skip: int = _c(4, ge=1)
@@ -121,6 +127,9 @@ class BudgetConfig:
     scale: str = _c("mini", choices=("smoke", "mini", "decisive", "paper", "custom"))
     timesteps: int = _c(1_000_000, ge=1)  # training environment steps (agent steps)
     generations: int | None = _c(None, ge=1)  # ES only: stop after this many generations too
+    # Timesteps of each stage of a task sequence (conf/sequence/*.yaml read it as their
+    # sequence.stage_timesteps); None: the preset gives no stage budget and a sequence run refuses.
+    stage_timesteps: int | None = _c(None, ge=1)
     # Stop at the first evaluation at or above this score (reports count the run as having reached
     # it, at that timestep, not as censored). stop_at_return_by_env gives one score per env id
     # (e.g. {Hopper-v5: 3403.46}, what a recipe fills from published targets); it wins when it
@@ -245,6 +254,9 @@ class SequenceConfig:
     reset_optimizer: bool = True
     reset_obs_norm: bool = True
     stage_timesteps: int | None = _c(None, ge=1)  # when set, every stage's budget (recipes' scales)
+    # Append stage k's one-hot id to the observation on every stage (Continual World's convention),
+    # so one policy can solve stages whose rewards conflict; the observation grows by the stage count.
+    stage_id_obs: bool = False
     only_stage: int | None = _c(None, ge=0)  # train only stage k from scratch: a reference run
 
 

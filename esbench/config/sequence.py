@@ -4,8 +4,10 @@ A sequence (``conf/sequence/<name>.yaml``, :class:`~esbench.config.schema.Sequen
 stages; each stage's ``env`` dict holds only what differs from the run's ``env`` (a reward
 weight, a dynamics setting, a game mode, a Meta-World task). Stage k's environment is the run's
 ``env`` node with stage k's overrides merged over it, not over stage k-1's, so every stage reads
-at a glance as "the run's env, except ...". Interpolations (Atari's ``name: ${env.game}``) are
-resolved after the merge, so a stage that changes ``game`` also changes ``name`` and ``id``.
+at a glance as "the run's env, except ...". With ``sequence.stage_id_obs``, stage k's env also
+gets ``stage_id: [k, K]`` (a one-hot stage id appended to the observation). Interpolations
+(Atari's ``name: ${env.game}``) are resolved after the merge, so a stage that changes ``game``
+also changes ``name`` and ``id``.
 
 :func:`check_sequence` (registered with :func:`esbench.config.validate.register_check`) checks
 what a config alone can say: stage names, budgets, unknown keys in a stage's ``env``, ranges. Checks
@@ -43,6 +45,8 @@ def _stage_env(cfg: DictConfig, k: int | None) -> DictConfig:
         try:
             with open_dict(root):
                 root.env = OmegaConf.merge(root.env, overrides)
+                if OmegaConf.select(root, "sequence.stage_id_obs", default=False):
+                    root.env.stage_id = [k, len(root.sequence.stages)]
         except ConfigKeyError as e:
             key = str(e.key) if e.key is not None else "?"
             close = difflib.get_close_matches(key, _ENV_KEYS, n=3)
@@ -87,6 +91,12 @@ def stage_env_configs(cfg: DictConfig) -> list[DictConfig]:
 def check_sequence(cfg: DictConfig) -> None:
     """Stage names set and distinct, budgets and ranges valid, stage env keys known.
 
+    A sequence run's stage budget comes from ``sequence.stage_timesteps`` (the sequence files read
+    the budget preset's ``budget.stage_timesteps`` there); with neither set, a budget preset gives
+    no stage budget and the run refuses rather than silently train each stage's own ``timesteps``
+    (the published protocol's). ``sequence.stage_timesteps=null`` with a preset's stage budget
+    set keeps the stages' own ``timesteps``.
+
     One line per failure, before any work (issue #14: "an unknown stage ..., a stage budget of zero
     or less: one line, exit 2").
     """
@@ -109,6 +119,12 @@ def check_sequence(cfg: DictConfig) -> None:
                 "allowed: distinct stage names"
             )
         names[name] = k
+    if stages and seq.stage_timesteps is None and OmegaConf.select(cfg, "budget.stage_timesteps") is None:
+        scale = OmegaConf.select(cfg, "budget.scale", default="?")
+        raise ConfigError(
+            f"sequence.stage_timesteps is not set and budget={scale} gives no budget.stage_timesteps; "
+            "allowed: sequence.stage_timesteps=N (N >= 1 timesteps per stage)"
+        )
     only = seq.only_stage
     if only is not None and not 0 <= int(only) < max(len(stages), 1):
         raise ConfigError(

@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from esbench.envs.variants import apply_dynamics
+from esbench.envs.variants import append_stage_id, apply_dynamics
 
 log = logging.getLogger(__name__)
 
@@ -106,15 +106,20 @@ def make_env(env_cfg: Any, *, training: bool = True) -> gym.Env:
         training: Atari only: clip rewards (RL training only; evaluation is never clipped).
 
     ``env_cfg.dynamics`` (mass, friction, gravity, ...) is applied to the built env by
-    :func:`esbench.envs.variants.apply_dynamics`.
+    :func:`esbench.envs.variants.apply_dynamics`; ``env_cfg.stage_id`` (``[k, K]``, a task
+    sequence's ``sequence.stage_id_obs``) appends a one-hot stage id to the observation
+    (:func:`esbench.envs.variants.append_stage_id`).
     """
     _ensure_registered()
     dynamics = getattr(env_cfg, "dynamics", None)
+    stage_id = getattr(env_cfg, "stage_id", None)
     if env_cfg.kind == "atari":
         from esbench.envs.atari import make_atari_env
 
-        return apply_dynamics(make_atari_env(env_cfg, training=training), dynamics)
+        env = apply_dynamics(make_atari_env(env_cfg, training=training), dynamics)
+        return append_stage_id(env, stage_id)
     kwargs = dict(env_cfg.kwargs or {})
     if env_cfg.max_episode_steps is not None:
         kwargs["max_episode_steps"] = int(env_cfg.max_episode_steps)
-    return apply_dynamics(gym.make(str(env_cfg.id), disable_env_checker=True, **kwargs), dynamics)
+    env = apply_dynamics(gym.make(str(env_cfg.id), disable_env_checker=True, **kwargs), dynamics)
+    return append_stage_id(env, stage_id)

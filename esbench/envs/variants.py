@@ -183,3 +183,48 @@ def apply_dynamics(env: gym.Env, dynamics: Mapping[str, Any] | None) -> gym.Env:
         _recompute_cartpole(unwrapped)
     unwrapped._esbench_dynamics = dict(settings)
     return env
+
+
+class StageIdObservation(gym.ObservationWrapper):
+    """A one-hot stage id appended to a flat observation (Continual World's convention: the task's
+    one-hot id is part of the observation, so one policy can tell the stages of a sequence apart
+    and solve stages whose rewards conflict). The observation space grows by the number of
+    stages."""
+
+    def __init__(self, env: gym.Env, index: int, count: int) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+            raise ValueError(
+                f"env.stage_id needs a flat Box observation, got {space}; allowed: sequence.stage_id_obs "
+                "only on vector-observation environments (MuJoCo, classic control)"
+            )
+        self.one_hot = np.zeros(count, dtype=space.dtype)
+        self.one_hot[index] = 1
+        # The new entries' bounds hold [0, 1] and keep a space with one bound for every entry
+        # (MuJoCo's -inf..inf) uniform, so it still prints as one.
+        low, high = min(float(space.low.min()), 0.0), max(float(space.high.max()), 1.0)
+        self.observation_space = gym.spaces.Box(
+            low=np.concatenate([space.low, np.full(count, low, space.dtype)]),
+            high=np.concatenate([space.high, np.full(count, high, space.dtype)]),
+            dtype=space.dtype,  # type: ignore[arg-type]
+        )
+
+    def observation(self, observation: Any) -> np.ndarray:
+        """The observation with the stage's one-hot id after it."""
+        return np.concatenate([np.asarray(observation, dtype=self.one_hot.dtype), self.one_hot])
+
+
+def append_stage_id(env: gym.Env, stage_id: Any) -> gym.Env:
+    """Wrap ``env`` in :class:`StageIdObservation` for ``stage_id = [k, K]``; empty or None: as it is.
+
+    Raises:
+        ValueError: ``stage_id`` is not two integers with ``0 <= k < K``, or the observation is not
+            a flat Box.
+    """
+    if not stage_id:
+        return env
+    values = list(stage_id)
+    if len(values) != 2 or not 0 <= int(values[0]) < int(values[1]):
+        raise ValueError(f"env.stage_id={values}; allowed: [k, K] with 0 <= k < K (stage k of K)")
+    return StageIdObservation(env, int(values[0]), int(values[1]))

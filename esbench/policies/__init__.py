@@ -34,6 +34,8 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
         ref = collect_reference_batch(env_cfg, int(policy_cfg.vbn_reference_size), ref_seed)
         return CNNPolicy(obs_shape, int(act_space.n), ref)
     obs_dim = int(np.prod(obs_shape))
+    stage_id = list(getattr(env_cfg, "stage_id", None) or []) if env_cfg is not None else []
+    raw_tail = int(stage_id[1]) if stage_id else 0  # the one-hot stage id passes unnormalized
     if isinstance(act_space, gym.spaces.Discrete):
         return MLPPolicy(
             obs_dim,
@@ -44,6 +46,7 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
             obs_norm=policy_cfg.obs_norm,
             obs_clip=policy_cfg.obs_clip,
             bias=bool(policy_cfg.get("bias", True)),
+            raw_tail=raw_tail,
         )
     assert isinstance(act_space, gym.spaces.Box), f"unsupported action space {act_space}"
     return MLPPolicy(
@@ -57,6 +60,7 @@ def make_policy(policy_cfg: Any, env: gym.Env, env_cfg: Any = None, seed: int = 
         obs_norm=policy_cfg.obs_norm,
         obs_clip=policy_cfg.obs_clip,
         bias=bool(policy_cfg.get("bias", True)),
+        raw_tail=raw_tail,
     )
 
 

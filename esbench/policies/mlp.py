@@ -33,8 +33,12 @@ class MLPPolicy(Policy):
         obs_norm: bool = True,
         obs_clip: float = 5.0,
         bias: bool = True,
+        raw_tail: int = 0,
     ) -> None:
         self.obs_dim = int(obs_dim)
+        # Trailing observation entries never normalized: a one-hot stage id (sequence.stage_id_obs),
+        # constant within a stage, which per-stage statistics would turn into zeros.
+        self.raw_tail = int(raw_tail)
         self.bias = bool(bias)  # False: weights only (ARS's linear policy, Mania et al. 2018)
         self.act_dim = int(act_dim)
         self.discrete_n = discrete_n  # Discrete action space: argmax over n logits
@@ -112,6 +116,9 @@ class MLPPolicy(Policy):
     def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
         self._mean[:] = mean
         self._inv_std[:] = 1.0 / np.asarray(std)
+        if self.raw_tail:
+            self._mean[-self.raw_tail :] = 0.0
+            self._inv_std[-self.raw_tail :] = 1.0
 
     def act(self, obs: np.ndarray) -> np.ndarray | int:
         x = self._x

@@ -34,7 +34,7 @@ from esbench.runtime.cluster import dask_client, worker_count
 from esbench.runtime.evaluator import MemberEvaluator, split_members
 from esbench.runtime.replica import GenerationRecord, SyncMessage, TrainerState, advance, state_digest
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
-from esbench.strategies.base import ESState, Population
+from esbench.strategies.base import ESState, Population, begin_stage_anchor
 from esbench.strategies.optimizers import OptState, init_opt_state
 from esbench.tracking.drift import StageStates, record_stage_states, write_stage_states
 from esbench.tracking.logger import MetricsLogger
@@ -256,7 +256,7 @@ def begin_stage(state: TrainerState, plan: StagePlan) -> TrainerState:
         es = replace(es, opt=init_opt_state(int(es.params.shape[0])))
     if plan.reset_obs_norm and obs is not None:
         obs = ObsStats.zeros(int(obs.total.shape[0]))
-    return TrainerState(es=es, obs=obs)
+    return TrainerState(es=begin_stage_anchor(es), obs=obs)  # AWD: anchor at the stage's start
 
 
 def typical_workers(rows: list[dict[str, Any]], default: int) -> int:

@@ -71,6 +71,20 @@ class Population:
         return replace(self, offsets=self.offsets[mask], scales=scales)
 
 
+#: ``ESState.aux`` key of Anchored Weight Decay's anchor (present only with ``l2_anchor: stage_start``).
+ANCHOR_KEY = "l2_anchor"
+
+
+def begin_stage_anchor(state: ESState) -> ESState:
+    """The state a new stage of a task sequence starts from, for Anchored Weight Decay: the anchor
+    moved to the current parameters. A state without an anchor (``l2_anchor: zero``) is returned
+    as it is, so runs without the option are unchanged. The anchor lives in ``aux``: frozen,
+    data-only, checkpointed and replicated with the rest of the state."""
+    if ANCHOR_KEY not in state.aux:
+        return state
+    return replace(state, aux={**state.aux, ANCHOR_KEY: state.params.copy()})
+
+
 class Strategy(ABC):
     """Base of every ES variant: shared bookkeeping around one ``_update`` hook.
 
@@ -99,7 +113,27 @@ class Strategy(ABC):
         params = np.asarray(params, dtype=np.float32).copy()
         if params.shape != (self.dim,):
             raise ValueError(f"initial params have shape {params.shape}, expected ({self.dim},)")
-        return ESState(params=params, opt=init_opt_state(self.dim), aux=self._init_aux(params))
+        aux = self._init_aux(params)
+        if self.anchored:
+            aux = {**aux, ANCHOR_KEY: params.copy()}
+        return ESState(params=params, opt=init_opt_state(self.dim), aux=aux)
+
+    @property
+    def anchored(self) -> bool:
+        """Whether weight decay pulls toward the stage's starting parameters (``l2_anchor``)."""
+        return str(getattr(self.cfg, "l2_anchor", "zero")) == "stage_start"
+
+    def weight_decay(self, state: ESState) -> np.ndarray:
+        """The decay term added to the loss gradient, shape (dim,), float32.
+
+        ``l2_coeff * params`` (toward zero, the default), or with ``l2_anchor: stage_start``
+        ``l2_coeff * (params - anchor)``: Anchored Weight Decay, toward the parameters the current
+        stage started from (``state.aux["l2_anchor"]``, set by :func:`begin_stage_anchor`).
+        """
+        l2 = np.float32(self.cfg.l2_coeff)
+        if ANCHOR_KEY in state.aux:
+            return l2 * (state.params - state.aux[ANCHOR_KEY])
+        return l2 * state.params
 
     def _init_aux(self, params: np.ndarray) -> dict[str, np.ndarray]:
         """A strategy's own arrays at generation 0 (none by default)."""

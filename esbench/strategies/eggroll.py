@@ -187,7 +187,7 @@ class Eggroll(Strategy):
         shaped = shape_fitness(fitness, self.cfg.fitness_shaping)  # over all 2N returns
         weights = shaped[:, 0] - shaped[:, 1] if shaped.shape[1] == 2 else shaped[:, 0]
         g = self._weighted_sum(weights, population) / np.float32(fitness.size)  # Eq. (2)
-        loss_grad = -g + np.float32(self.cfg.l2_coeff) * state.params
+        loss_grad = -g + self.weight_decay(state)
         opt, step = self.optimizer.step(state.opt, loss_grad)
         params = (state.params + step).astype(np.float32)
         metrics = {

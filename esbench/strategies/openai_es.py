@@ -42,7 +42,7 @@ class OpenAIES(Strategy):
         shaped = shape_fitness(fitness, self.cfg.fitness_shaping)  # over all 2n returns
         weights = shaped[:, 0] - shaped[:, 1] if shaped.shape[1] == 2 else shaped[:, 0]
         g = self.weighted_noise_sum(weights, population.offsets) / np.float32(fitness.size)
-        loss_grad = -g + np.float32(self.cfg.l2_coeff) * state.params
+        loss_grad = -g + self.weight_decay(state)
         opt, step = self.optimizer.step(state.opt, loss_grad)
         params = (state.params + step).astype(np.float32)
         pnorm = float(np.linalg.norm(state.params))

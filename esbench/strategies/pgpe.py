@@ -124,7 +124,7 @@ class PGPE(Strategy):
         )
         g_mu = sigma * first / n  # Eq. (1): s_i = sigma * eps_i
         g_sigma = sigma * second / n  # Eq. (2): (s_i^2 - sigma^2) / sigma = sigma (eps_i^2 - 1)
-        loss_grad = -g_mu + np.float32(self.cfg.l2_coeff) * state.params  # the optimizer minimizes
+        loss_grad = -g_mu + self.weight_decay(state)  # the optimizer minimizes
         opt, step = self.optimizer.step(state.opt, loss_grad)  # Eq. (3)
         params = (state.params + step).astype(np.float32)
         change = np.float32(self.cfg.stdev_max_change)
@@ -135,7 +135,7 @@ class PGPE(Strategy):
             "update_ratio": float(np.linalg.norm(step)) / max(float(np.linalg.norm(state.params)), 1e-12),
             "sigma_mean": float(new_sigma.mean()),
         }
-        return replace(state, params=params, opt=opt, aux={"sigma": new_sigma}), metrics
+        return replace(state, params=params, opt=opt, aux={**state.aux, "sigma": new_sigma}), metrics
 
 
 register_algorithm(

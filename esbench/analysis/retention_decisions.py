@@ -1,0 +1,236 @@
+"""The retention report's decisions: tables, figure and claim rows of forgetting at matched gain,
+transient against permanent drops, population size and Anchored Weight Decay.
+
+The numbers come from :mod:`esbench.analysis.retention_matched`; this module writes them where the
+report (:func:`esbench.analysis.report.build_report`, target ``retention``) links them:
+``tables/retention_matched_gain.*`` (CSV column ``retention_at_matched_gain``, beside each
+condition's unconditional Continual World average forgetting), ``tables/retention_claims.*`` (the
+differences, their Welch t intervals and verdicts), ``tables/retention_transient.*`` and
+``figures/retention_gain_paths.*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from esbench.analysis import figures
+from esbench.analysis.retention_matched import (
+    GainPath,
+    gain_paths,
+    matched_gain_claims,
+    matched_gain_table,
+    retention_at_gain,
+    transient_table,
+)
+from esbench.analysis.retention_report import RetentionData, base_algo
+from esbench.analysis.stats import mean_ci
+from esbench.analysis.tables import fmt_num, write_table
+from esbench.config.registry import family_of, label_of
+
+#: What each claim says, for the report's "Claims checked" table.
+CLAIM_TEXT = {
+    "es_forgets_more": "ES forgets more than RL at matched new-stage gain",
+    "larger_population_forgets_less": "a larger ES population forgets less at matched gain",
+    "awd_keeps_retention": "Anchored Weight Decay keeps more retention at matched gain",
+}
+#: Where each claim comes from.
+CLAIM_SOURCE = {
+    "es_forgets_more": "Abdi, Gupta et al. 2026: ES loses more prior capability than GRPO at matched "
+    "new-task reward (LLM fine-tuning)",
+    "larger_population_forgets_less": "Schweighofer et al. 2026: larger populations reduce the drop",
+    "awd_keeps_retention": "Schweighofer et al. 2026: decay toward the initial parameters removes most of it",
+}
+
+
+def condition_label(condition: str) -> str:
+    """A condition's report label: the algorithm's label with its variant (``ES (OpenAI) +awd``)."""
+    base = base_algo(condition)
+    return label_of(base) + condition[len(base) :].replace("+awd", " +AWD").replace("@pop", " pop ")
+
+
+def _cell(mean: float, low: float, high: float) -> str:
+    if np.isfinite(low):
+        return f"{fmt_num(mean, 3)} [{fmt_num(low, 3)}, {fmt_num(high, 3)}]"
+    return fmt_num(mean, 3)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _table_md(paths: dict[str, Path], root: Path) -> str:
+    links = ", ".join(f"[{k.upper()}]({_rel(p, root)})" for k, p in paths.items())
+    return paths["md"].read_text() + f"\n({links})\n"
+
+
+def plot_gain_paths(
+    paths: list[GainPath], table: pd.DataFrame, stem: Path, rng: np.random.Generator
+) -> list[Path]:
+    """Retention against new-stage gain along training, one panel per (sequence, stage, condition):
+    each seed's path (thin), the mean over seeds on a common gain grid with a 95% band (the range
+    every seed of the condition reaches), and the matched gain (dotted)."""
+    keys = sorted({(p.sequence, p.stage_index, p.algo) for p in paths})
+    fig, axes = figures.new_figure(len(keys), ncols=3)
+    for ax, (sequence, j, algo) in zip(axes, keys, strict=True):
+        mine = [p for p in paths if (p.sequence, p.stage_index, p.algo) == (sequence, j, algo)]
+        color = figures.algo_color(base_algo(algo))
+        for p in mine:
+            ax.plot(p.gain, p.retention, color=color, alpha=0.35, linewidth=0.8)
+        top = min(float(np.max(p.gain)) for p in mine)
+        if top > 0:
+            grid = np.linspace(0.0, top, 25)
+            values = np.array([[retention_at_gain(p.gain, p.retention, g) for g in grid] for p in mine])
+            mean = values.mean(axis=0)
+            ax.plot(grid, mean, color=color, linewidth=2.0)
+            if len(mine) > 1:
+                _, low, high = mean_ci(values, rng)
+                ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
+        g_star = table[(table["sequence"] == sequence) & (table["stage_index"] == j)]["matched_gain"]
+        if len(g_star):
+            ax.axvline(float(g_star.iloc[0]), color="0.3", linestyle=":", linewidth=1.0)
+        ax.set_title(f"{sequence}, stage {j} ({mine[0].stage}): {condition_label(algo)}", fontsize=7)
+        ax.set_xlabel("gain on the current stage")
+        ax.set_ylabel("score on earlier stages")
+    return figures.savefig(fig, stem)
+
+
+def matched_gain_section(
+    data: RetentionData,
+    root: Path,
+    rng: np.random.Generator,
+    family: Callable[[str], str | None] = family_of,
+) -> tuple[list[str], list[str]]:
+    """Write the decision tables and figure under ``root``; return (Markdown blocks, claim rows).
+
+    Claim rows are ``| claim | source | ours | verdict |`` lines for the report's "Claims checked"
+    table, one per (sequence, stage, pair of conditions).
+    """
+    body: list[str] = []
+    claim_rows: list[str] = []
+    paths = gain_paths(data.curves)
+    if not paths:
+        return ["### Forgetting at matched gain\n\nNo run has a later stage with evaluation points.\n"], []
+    table = matched_gain_table(paths, rng)
+    forgetting = data.per_run[data.per_run["metric"] == "average_forgetting"]
+    unconditional = forgetting.groupby(["algo", "sequence"])["value"].mean().rename("average_forgetting")
+    table = table.join(unconditional, on=["algo", "sequence"])
+    display = pd.DataFrame(
+        {
+            "Sequence": table["sequence"],
+            "Stage": [f"{j}: {s}" for j, s in zip(table["stage_index"], table["stage"], strict=True)],
+            "Condition": [condition_label(a) for a in table["algo"]],
+            "Seeds": table["n_seeds"].astype(str),
+            "Max gain": [fmt_num(v, 3) for v in table["max_gain"]],
+            "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
+            "Retention at matched gain": [
+                _cell(m, lo, hi)
+                for m, lo, hi in zip(
+                    table["retention_at_matched_gain"], table["low"], table["high"], strict=True
+                )
+            ],
+            "Average forgetting (unconditional)": [fmt_num(v, 3) for v in table["average_forgetting"]],
+        }
+    )
+    notes = (
+        "Gain: normalized score on the current stage minus its value when the stage began; retention: "
+        "mean normalized score on the earlier stages, read where each run's gain first reaches the "
+        "matched gain (the largest gain every run of every condition reaches). Mean over seeds, 95% "
+        "t intervals. Average forgetting: Continual World's, whatever the gain."
+    )
+    written = write_table(
+        table,
+        display,
+        root / "tables" / "retention_matched_gain",
+        caption="Retention at matched new-stage gain",
+        label="tab:retention_matched_gain",
+        notes=notes,
+    )
+    body.append("### Forgetting at matched gain\n\n" + _table_md(written, root))
+    claims = matched_gain_claims(paths, family)
+    if len(claims):
+        display = pd.DataFrame(
+            {
+                "Sequence": claims["sequence"],
+                "Stage": [f"{j}: {s}" for j, s in zip(claims["stage_index"], claims["stage"], strict=True)],
+                "Claim": [CLAIM_TEXT[c] for c in claims["claim"]],
+                "A": [condition_label(a) for a in claims["a"]],
+                "B": [condition_label(b) for b in claims["b"]],
+                "Retention A - B": [
+                    _cell(d, lo, hi)
+                    for d, lo, hi in zip(claims["difference"], claims["low"], claims["high"], strict=True)
+                ],
+                "Verdict": claims["verdict"],
+            }
+        )
+        written = write_table(
+            claims,
+            display,
+            root / "tables" / "retention_claims",
+            caption="Claims decided at matched gain",
+            label="tab:retention_claims",
+            notes="Difference of mean retention at the matched gain, Welch t 95% interval (independent "
+            "seeds, unequal variances). ES forgets more: supported when the interval lies below 0. "
+            "Population, AWD: supported when above 0. Undecided when it holds 0, or the matched gain is "
+            "not above 0 (no gain to match).",
+        )
+        body.append(_table_md(written, root))
+        for r in claims.itertuples():
+            ours = (
+                f"{r.sequence} stage {r.stage_index}: at gain {fmt_num(r.matched_gain, 3)}, retention "
+                f"{condition_label(r.a)} {fmt_num(r.retention_a, 3)} ({r.n_a} seeds) vs "
+                f"{condition_label(r.b)} {fmt_num(r.retention_b, 3)} ({r.n_b} seeds); difference "
+                f"{_cell(r.difference, r.low, r.high)}"
+            )
+            claim_rows.append(
+                f"| {r.sequence}: {CLAIM_TEXT[r.claim]} | {CLAIM_SOURCE[r.claim]} | {ours} | {r.verdict} |"
+            )
+    stem = root / "figures" / "retention_gain_paths"
+    written_fig = plot_gain_paths(paths, table, stem, rng)
+    caption = (
+        "Retention (score on earlier stages) against gain on the current stage along training: each seed "
+        "(thin), mean over seeds with a 95% band, matched gain dotted"
+    )
+    body.append(
+        f"![{caption}]({_rel(written_fig[0], root)})\n\n*{caption}* ([PDF]({_rel(written_fig[1], root)}))\n"
+    )
+    transient = transient_table(data.curves, rng)
+    if len(transient):
+        display = pd.DataFrame(
+            {
+                "Sequence": transient["sequence"],
+                "Condition": [condition_label(a) for a in transient["algo"]],
+                "Stage": [
+                    f"{i}: {s}" for i, s in zip(transient["stage_index"], transient["stage"], strict=True)
+                ],
+                "During": transient["during"].astype(str),
+                "Seeds": transient["n_seeds"].astype(str),
+                "Drop to lowest": [
+                    _cell(*v)
+                    for v in transient[["drop_lowest", "drop_lowest_low", "drop_lowest_high"]].to_numpy()
+                ],
+                "Drop at end": [
+                    _cell(*v) for v in transient[["drop_end", "drop_end_low", "drop_end_high"]].to_numpy()
+                ],
+                "Recovery": [
+                    _cell(*v) for v in transient[["recovery", "recovery_low", "recovery_high"]].to_numpy()
+                ],
+                "Verdict": transient["verdict"],
+            }
+        )
+        written = write_table(
+            transient,
+            display,
+            root / "tables" / "retention_transient",
+            caption="Transient against permanent drops",
+            label="tab:retention_transient",
+            notes="For an earlier stage during a later one: the drop from its score when the later stage "
+            "began to the lowest point, and to the end of the later stage; recovery = their difference. "
+            "Transient: the recovery's 95% t interval lies above 0 and the end drop's holds 0; permanent: "
+            "the end drop's lies above 0 and the recovery's holds 0; partly transient: both above 0.",
+        )
+        body.append("### Transient or permanent\n\n" + _table_md(written, root))
+    return body, claim_rows

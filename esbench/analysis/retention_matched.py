@@ -1,0 +1,352 @@
+"""Forgetting at matched gain: does ES lose more of the earlier stages than RL *for the same gain*
+on the new stage? And the other side's tests: does the drop recover, does a larger population
+forget less, does Anchored Weight Decay keep more?
+
+Why matched gain: on a sequence whose stages compete, any gain on the new stage is a loss on the
+old one, so an algorithm that learns the new stage further also "forgets" more; an unconditional
+forgetting number cannot tell the two apart (Abdi, Gupta et al. 2026, arXiv:2601.20861, compare ES
+and GRPO at matched new-task reward). Here each run's path through training is read as points
+(gain, retention), and algorithms are compared where every one of them has been.
+
+Definitions (normalized scores ``p_i(t)`` on the one scale of
+:func:`esbench.analysis.retention_report.common_scale`; a later stage j >= 1 of a run):
+
+* the stage's span: its own evaluation points, preceded by the last point before them (the
+  parameters stage j started from; :func:`~esbench.analysis.retention.stage_span`);
+* gain ``x(t) = p_j(t) - p_j(t_start)``, the normalized gain on the current stage since it began;
+* retention ``y(t) = mean_{i<j} p_i(t)``, the normalized score on the earlier stages;
+* retention at gain g: ``y`` where the run's gain *first* reaches g, linear between the two points
+  around the crossing (``y(t_start)`` for g <= 0; undefined when the run never reaches g);
+* the matched gain ``g*`` of a (sequence, stage): the largest gain every compared run reaches,
+  ``min over runs of max_t x(t)`` over every condition's runs, so every run has a value there.
+
+The claim "ES forgets more than RL" is decided, per (sequence, stage) and per pair (an ES
+condition, an RL condition), by ``d = y_ES(g*) - y_RL(g*)``, the difference of the conditions' mean
+retention at ``g*`` over seeds, with a Welch t interval (:func:`welch_diff_ci`; independent
+groups, unequal variances): supported when the interval lies below 0, contradicted when above,
+undecided when it holds 0, or when ``g* <= 0`` (no gain to match: the claim is about matched gain).
+Per condition, the mean and interval of its retention come from
+:func:`esbench.analysis.stats.mean_ci`.
+
+Transient against permanent (Schweighofer et al. 2026, arXiv:2605.30148, report that ES's drop is
+mostly drift that recovers): for an earlier stage i during stage j, the drop to the lowest point
+``E[i, j-1] - min_t p_i(t)`` against the drop at the stage's end ``E[i, j-1] - E[i, j]`` (``E`` the
+end-of-stage scores of :func:`~esbench.analysis.retention.score_matrix`); their difference
+``E[i, j] - min_t p_i(t)`` is the recovery. A drop is called transient when the recovery's interval
+lies above 0 and the end drop's holds 0, permanent when the end drop's lies above 0 and the
+recovery's holds 0, partly transient when both lie above 0.
+
+Population size and Anchored Weight Decay: the same difference at ``g*`` between conditions of one
+algorithm (``@pop<N>`` conditions: larger minus smaller population; ``+awd`` minus plain), the
+claims "forgetting shrinks with population size" and "AWD keeps retention at matched gain".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from esbench.analysis.retention import LAST_K, score_matrix
+from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
+from esbench.analysis.stats import mean_ci, welch_ci
+
+#: Verdicts of a claim decided by an interval.
+SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
+#: Columns of :func:`matched_gain_table`.
+MATCHED_COLUMNS: tuple[str, ...] = (
+    "sequence",
+    "stage_index",
+    "stage",
+    "algo",
+    "n_seeds",
+    "max_gain",
+    "matched_gain",
+    "retention_at_matched_gain",
+    "low",
+    "high",
+)
+#: Columns of :func:`matched_gain_claims`.
+CLAIM_COLUMNS: tuple[str, ...] = (
+    "sequence",
+    "stage_index",
+    "stage",
+    "claim",
+    "a",
+    "b",
+    "matched_gain",
+    "retention_a",
+    "retention_b",
+    "difference",
+    "low",
+    "high",
+    "n_a",
+    "n_b",
+    "verdict",
+)
+
+
+@dataclass(frozen=True)
+class GainPath:
+    """One run's path through a later stage j: gain and retention at each point of its span."""
+
+    algo: str
+    sequence: str
+    seed: int
+    stage_index: int
+    stage: str
+    gain: np.ndarray
+    retention: np.ndarray
+
+
+def welch_diff_ci(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """``mean(a) - mean(b)`` over the finite values, with Welch's t interval
+    (:func:`esbench.analysis.stats.welch_ci`: two independent groups, unequal variances,
+    Welch-Satterthwaite degrees of freedom).
+
+    Returns:
+        (difference, low, high); all NaN when a group has no finite value, NaN bounds when a group
+        has fewer than 2.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if not len(x) or not len(y):
+        return float("nan"), float("nan"), float("nan")
+    return welch_ci(x, y, confidence)
+
+
+def verdict(low: float, high: float, below_supports: bool = True) -> str:
+    """The claim's verdict from an interval of a difference: supported when the interval lies on
+    the claim's side of 0 (below it when ``below_supports``), contradicted on the other side,
+    undecided when it holds 0 or is undefined."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return UNDECIDED
+    if high < 0:
+        return SUPPORTED if below_supports else CONTRADICTED
+    if low > 0:
+        return CONTRADICTED if below_supports else SUPPORTED
+    return UNDECIDED
+
+
+def retention_at_gain(gain: np.ndarray, retention: np.ndarray, g: float) -> float:
+    """Retention where the gain first reaches ``g`` (linear between the points around the
+    crossing); the first point's for ``g <= gain[0]``; NaN when the gain never reaches ``g``."""
+    x, y = np.asarray(gain, dtype=float), np.asarray(retention, dtype=float)
+    reached = np.flatnonzero(x >= g)
+    if not len(reached):
+        return float("nan")
+    n = int(reached[0])
+    if n == 0:
+        return float(y[0])
+    x0, x1, y0, y1 = x[n - 1], x[n], y[n - 1], y[n]
+    return float(y0 + (g - x0) / (x1 - x0) * (y1 - y0))
+
+
+def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
+    """Every run's (gain, retention) path through each of its later stages.
+
+    Args:
+        curves: :attr:`esbench.analysis.retention_report.RetentionData.curves` (normalized ``p``
+            per run, stage and point).
+
+    Returns:
+        One :class:`GainPath` per (run, later stage with at least one point).
+    """
+    out: list[GainPath] = []
+    if curves.empty:
+        return out
+    for (algo, sequence, seed, _), run in curves.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
+        wide = run.pivot_table(index=["timesteps", "train_stage"], columns="stage_index", values="p")
+        wide = wide.sort_index(level=[1, 0])
+        names = run.drop_duplicates("stage_index").set_index("stage_index")["stage"]
+        stage = wide.index.get_level_values("train_stage").to_numpy(int)
+        p = wide.to_numpy(float).T  # (K, n_points)
+        for j in range(1, p.shape[0]):
+            own = np.flatnonzero(stage == j)
+            if not len(own):
+                continue
+            span = np.concatenate([[own[0] - 1], own]) if own[0] > 0 else own
+            gain = p[j, span] - p[j, span[0]]
+            retention = p[:j, span].mean(axis=0)
+            out.append(GainPath(str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention))
+    return out
+
+
+def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> pd.DataFrame:
+    """Per (sequence, later stage, condition): the matched gain ``g*`` (every condition's runs
+    reach it) and the retention there, mean over seeds with :func:`~esbench.analysis.stats.mean_ci`.
+
+    Returns:
+        Columns :data:`MATCHED_COLUMNS` (``max_gain``: the condition's mean over seeds of each
+        run's largest gain).
+    """
+    rows = []
+    for (sequence, j), group in _by_stage(paths).items():
+        g_star = min(float(np.max(p.gain)) for p in group)
+        for algo in sorted({p.algo for p in group}):
+            mine = [p for p in group if p.algo == algo]
+            values = np.array([retention_at_gain(p.gain, p.retention, g_star) for p in mine])
+            values = values[np.isfinite(values)]
+            mean, low, high = _mean_ci(values, rng)
+            rows.append(
+                {
+                    "sequence": sequence,
+                    "stage_index": j,
+                    "stage": mine[0].stage,
+                    "algo": algo,
+                    "n_seeds": len(values),
+                    "max_gain": float(np.mean([np.max(p.gain) for p in mine])),
+                    "matched_gain": g_star,
+                    "retention_at_matched_gain": mean,
+                    "low": low,
+                    "high": high,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(MATCHED_COLUMNS))
+
+
+def matched_gain_claims(
+    paths: Sequence[GainPath],
+    family_of: Callable[[str], str | None],
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """The pairwise claims at matched gain, per (sequence, later stage).
+
+    * ``es_forgets_more``: every ES condition against every RL condition (by ``family_of`` of
+      the condition), ``d = y_a - y_b``; supported when the interval lies below 0.
+    * ``larger_population_forgets_less``: conditions ``X@pop<n>`` and ``X@pop<m>`` with n > m,
+      ``d = y_n - y_m``; supported when above 0.
+    * ``awd_keeps_retention``: ``X+awd...`` against ``X...``, ``d = y_awd - y_plain``;
+      supported when above 0.
+
+    Returns:
+        Columns :data:`CLAIM_COLUMNS`; undecided with ``g* <= 0`` (no gain to match).
+    """
+    rows = []
+    for (sequence, j), group in _by_stage(paths).items():
+        g_star = min(float(np.max(p.gain)) for p in group)
+        at = {
+            algo: np.array([retention_at_gain(p.gain, p.retention, g_star) for p in group if p.algo == algo])
+            for algo in sorted({p.algo for p in group})
+        }
+        pairs: list[tuple[str, str, str, bool]] = []
+        fam = {a: family_of(base_algo(a)) for a in at}
+        for a in at:
+            for b in at:
+                if fam[a] == "es" and fam[b] not in (None, "es"):
+                    pairs.append(("es_forgets_more", a, b, True))
+                if AWD_SUFFIX in a and a.replace(AWD_SUFFIX, "", 1) == b:
+                    pairs.append(("awd_keeps_retention", a, b, False))
+                if POP_SEP in a and POP_SEP in b:
+                    (na, pa), (nb, pb) = a.rsplit(POP_SEP, 1), b.rsplit(POP_SEP, 1)
+                    if na == nb and int(pa) > int(pb):
+                        pairs.append(("larger_population_forgets_less", a, b, False))
+        for claim, a, b, below in pairs:
+            d, low, high = welch_diff_ci(at[a], at[b], confidence)
+            ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
+            rows.append(
+                {
+                    "sequence": sequence,
+                    "stage_index": j,
+                    "stage": group[0].stage,
+                    "claim": claim,
+                    "a": a,
+                    "b": b,
+                    "matched_gain": g_star,
+                    "retention_a": float(np.mean(ya)) if len(ya) else float("nan"),
+                    "retention_b": float(np.mean(yb)) if len(yb) else float("nan"),
+                    "difference": d,
+                    "low": low,
+                    "high": high,
+                    "n_a": len(ya),
+                    "n_b": len(yb),
+                    "verdict": verdict(low, high, below) if g_star > 0 else UNDECIDED,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+
+
+def transient_table(curves: pd.DataFrame, rng: np.random.Generator, last_k: int = LAST_K) -> pd.DataFrame:
+    """Transient against permanent drop of each earlier stage i during each later stage j.
+
+    Per run: ``drop_lowest = E[i, j-1] - min_{t in j} p_i(t)``, ``drop_end = E[i, j-1] - E[i, j]``,
+    ``recovery = drop_lowest - drop_end``; per (sequence, condition, i, j) their means over seeds
+    with :func:`~esbench.analysis.stats.mean_ci` intervals and a verdict (module docstring).
+
+    Returns:
+        Columns ``sequence``, ``algo``, ``stage_index`` (i), ``stage``, ``during`` (j), ``n_seeds``,
+        and ``<drop_lowest|drop_end|recovery>`` with ``_low``/``_high``, and ``verdict``.
+    """
+    per_run = []
+    if curves.empty:
+        return pd.DataFrame()
+    for (algo, sequence, seed, _), run in curves.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
+        wide = run.pivot_table(index=["timesteps", "train_stage"], columns="stage_index", values="p")
+        wide = wide.sort_index(level=[1, 0])
+        names = run.drop_duplicates("stage_index").set_index("stage_index")["stage"]
+        stage = wide.index.get_level_values("train_stage").to_numpy(int)
+        p = wide.to_numpy(float).T
+        e = score_matrix(p, stage, last_k)
+        for j in range(1, p.shape[0]):
+            during = stage == j
+            if not during.any():
+                continue
+            for i in range(j):
+                lowest = float(p[i, during].min())
+                per_run.append(
+                    {
+                        "sequence": sequence,
+                        "algo": algo,
+                        "stage_index": i,
+                        "stage": str(names[i]),
+                        "during": j,
+                        "seed": seed,
+                        "drop_lowest": e[i, j - 1] - lowest,
+                        "drop_end": e[i, j - 1] - e[i, j],
+                        "recovery": e[i, j] - lowest,
+                    }
+                )
+    frame = pd.DataFrame(per_run)
+    rows = []
+    for key, group in frame.groupby(["sequence", "algo", "stage_index", "stage", "during"], sort=True):
+        row = dict(zip(["sequence", "algo", "stage_index", "stage", "during"], key, strict=True))
+        row["n_seeds"] = len(group)
+        for col in ("drop_lowest", "drop_end", "recovery"):
+            mean, low, high = _mean_ci(group[col].to_numpy(float), rng)
+            row.update({col: mean, f"{col}_low": low, f"{col}_high": high})
+        rows.append({**row, "verdict": _transient_verdict(row)})
+    return pd.DataFrame(rows)
+
+
+def _transient_verdict(row: dict) -> str:
+    recovers = np.isfinite(row["recovery_low"]) and row["recovery_low"] > 0
+    stays = np.isfinite(row["drop_end_low"]) and row["drop_end_low"] > 0
+    if recovers and stays:
+        return "partly transient"
+    if recovers:
+        return "transient"
+    if stays:
+        return "permanent"
+    return UNDECIDED
+
+
+def _mean_ci(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return float("nan"), float("nan"), float("nan")
+    if len(values) < 2:
+        return float(values[0]), float("nan"), float("nan")
+    mean, low, high = mean_ci(values, rng)
+    return float(mean), float(low), float(high)
+
+
+def _by_stage(paths: Sequence[GainPath]) -> dict[tuple[str, int], list[GainPath]]:
+    groups: dict[tuple[str, int], list[GainPath]] = {}
+    for p in paths:
+        groups.setdefault((p.sequence, p.stage_index), []).append(p)
+    return dict(sorted(groups.items()))

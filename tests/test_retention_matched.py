@@ -1,0 +1,145 @@
+"""Forgetting at matched gain, the Welch interval, transient drops and the common scale, against
+values computed by hand on small synthetic curves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from esbench.analysis.retention import SequenceCurves
+from esbench.analysis.retention_matched import (
+    gain_paths,
+    matched_gain_claims,
+    matched_gain_table,
+    retention_at_gain,
+    transient_table,
+    welch_diff_ci,
+)
+from esbench.analysis.retention_report import common_scale, condition_names
+
+FAMILY = {"openai_es": "es", "ppo": "rl"}.get
+
+
+def _curves(algo: str, seed: int, old: list[float], new: list[float]) -> pd.DataFrame:
+    """A two-stage run: stage 0 points (old rises to 1, new stays 0), then stage 1's points."""
+    t0 = [0.0, 10.0, 20.0]
+    rows = []
+    for n, t in enumerate(t0):
+        rows += [(algo, "ab", seed, f"{algo}{seed}", 0, "a", t, 0, [0.0, 0.5, 1.0][n])]
+        rows += [(algo, "ab", seed, f"{algo}{seed}", 1, "b", t, 0, 0.0)]
+    for n, (y, x) in enumerate(zip(old, new, strict=True)):
+        t = 30.0 + 10.0 * n
+        rows += [(algo, "ab", seed, f"{algo}{seed}", 0, "a", t, 1, y)]
+        rows += [(algo, "ab", seed, f"{algo}{seed}", 1, "b", t, 1, x)]
+    cols = ["algo", "sequence", "seed", "run_id", "stage_index", "stage", "timesteps", "train_stage", "p"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def test_retention_at_gain_interpolates_at_the_first_crossing() -> None:
+    gain = np.array([0.0, 0.4, 0.8, 0.2, 1.0])
+    ret = np.array([1.0, 0.8, 0.4, 0.9, 0.0])
+    assert retention_at_gain(gain, ret, 0.6) == pytest.approx(0.6)  # between 0.4 and 0.8
+    assert retention_at_gain(gain, ret, 0.0) == 1.0
+    # 0.9 is first reached between (0.2, 0.9) and (1.0, 0.0): 0.9 - 0.7 / 0.8 * 0.9.
+    assert retention_at_gain(gain, ret, 0.9) == pytest.approx(0.1125)
+    assert np.isnan(retention_at_gain(gain, ret, 1.5))
+
+
+def test_welch_interval_by_hand() -> None:
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 6.0, 8.0])
+    va, vb = 1.0 / 3, (20.0 / 3) / 4  # sample variances 1 and 20/3, over n
+    se = np.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 3)
+    d, low, high = welch_diff_ci(a, b)
+    assert d == pytest.approx(-3.0)
+    half = stats.t.ppf(0.975, df) * se
+    assert (low, high) == pytest.approx((-3.0 - half, -3.0 + half))
+    assert np.isnan(welch_diff_ci([1.0], b)[1])
+
+
+def test_matched_gain_decides_es_forgets_more_at_the_gain_both_reach() -> None:
+    # ES gains up to 0.9 on b while a falls; PPO gains only 0.6 but keeps a. g* = 0.6.
+    es = [_curves("openai_es", s, [0.8 - d, 0.4 - d], [0.3, 0.9]) for s, d in enumerate([0.0, 0.02, 0.04])]
+    rl = [_curves("ppo", s, [1.0 - d, 0.95 - d], [0.3, 0.6]) for s, d in enumerate([0.0, 0.01, 0.02])]
+    curves = pd.concat([*es, *rl], ignore_index=True)
+    paths = gain_paths(curves)
+    assert len(paths) == 6 and all(p.stage_index == 1 for p in paths)
+    first = next(p for p in paths if p.algo == "openai_es" and p.seed == 0)
+    np.testing.assert_allclose(first.gain, [0.0, 0.3, 0.9])  # from the point stage b starts at
+    np.testing.assert_allclose(first.retention, [1.0, 0.8, 0.4])
+    table = matched_gain_table(paths, np.random.default_rng(0))
+    np.testing.assert_allclose(table["matched_gain"], 0.6)
+    es_row = table[table["algo"] == "openai_es"].iloc[0]
+    # ES seed 0 at gain 0.6: halfway from (0.3, 0.8) to (0.9, 0.4): 0.6; seeds 1, 2: 0.58, 0.56.
+    assert es_row["retention_at_matched_gain"] == pytest.approx(0.58)
+    rl_row = table[table["algo"] == "ppo"].iloc[0]
+    assert rl_row["retention_at_matched_gain"] == pytest.approx(np.mean([0.95, 0.94, 0.93]))
+    claims = matched_gain_claims(paths, FAMILY)
+    row = claims.iloc[0]
+    assert (row["claim"], row["a"], row["b"]) == ("es_forgets_more", "openai_es", "ppo")
+    d, low, high = welch_diff_ci([0.6, 0.58, 0.56], [0.95, 0.94, 0.93])
+    assert (row["difference"], row["low"], row["high"]) == pytest.approx((d, low, high))
+    assert row["verdict"] == "supported" and high < 0
+
+
+def test_no_gain_to_match_is_undecided_and_awd_and_population_pairs_are_compared() -> None:
+    flat = [_curves("openai_es", s, [0.5, 0.2], [0.0, -0.1]) for s in range(2)]
+    awd = [_curves("openai_es+awd", s, [0.9, 0.9], [0.0, -0.1]) for s in range(2)]
+    rl = [_curves("ppo", s, [0.9, 0.9], [0.2, 0.3]) for s in range(2)]
+    claims = matched_gain_claims(gain_paths(pd.concat([*flat, *awd, *rl])), FAMILY)
+    assert set(claims["claim"]) == {"es_forgets_more", "awd_keeps_retention"}
+    assert (claims["matched_gain"] <= 0).all() and set(claims["verdict"]) == {"undecided"}
+    big = [_curves("openai_es@pop40", s, [0.9, 0.8 + 0.01 * s], [0.3, 0.6]) for s in range(3)]
+    small = [_curves("openai_es@pop10", s, [0.5, 0.2 + 0.01 * s], [0.3, 0.6]) for s in range(3)]
+    pop = matched_gain_claims(gain_paths(pd.concat([*big, *small])), FAMILY)
+    assert list(pop["claim"]) == ["larger_population_forgets_less"]
+    assert pop.iloc[0]["a"] == "openai_es@pop40" and pop.iloc[0]["verdict"] == "supported"
+
+
+def test_transient_drop_against_permanent() -> None:
+    # a drops to 0.2 then recovers to 0.9 by the end of b (end-of-stage window 2: 0.85).
+    runs = [_curves("openai_es", s, [0.2 + 0.01 * s, 0.8, 0.9], [0.1, 0.5, 0.6]) for s in range(3)]
+    table = transient_table(pd.concat(runs), np.random.default_rng(0), last_k=2)
+    row = table.iloc[0]
+    # E[a, 0] = mean(0.5, 1.0) = 0.75; lowest 0.2 + 0.01 s; E[a, 1] = 0.85.
+    assert row["drop_lowest"] == pytest.approx(0.75 - 0.21)
+    assert row["drop_end"] == pytest.approx(0.75 - 0.85)
+    assert row["recovery"] == pytest.approx(0.85 - 0.21)
+    assert row["verdict"] == "transient"
+
+
+def test_common_scale_takes_the_best_reference_and_the_mean_untrained_return() -> None:
+    def run(start: float, end: float) -> SequenceCurves:
+        returns = np.array([[start, end, end], [start, start, end]])
+        return SequenceCurves(
+            ("a", "b"), np.array([0.0, 1, 2]), np.array([0, 0, 1]), returns, np.array([1.0, 2])
+        )
+
+    r_random, r_ref, source = common_scale(
+        {"openai_es": np.array([100.0, np.nan]), "ppo": np.array([300.0, np.nan])},
+        {"openai_es": [run(0.0, 50.0)], "ppo": [run(10.0, 80.0)]},
+        last_k=1,
+    )
+    np.testing.assert_allclose(r_random, [5.0, 5.0])
+    assert r_ref[0] == 300.0 and source[0] == "reference (ppo)"
+    assert r_ref[1] == 80.0 and source[1] == "sequence end (ppo)"  # no reference: best stage end
+
+
+def test_condition_names_mark_awd_and_population_sizes() -> None:
+    runs = pd.DataFrame(
+        {
+            "algo": ["openai_es", "openai_es", "openai_es", "ppo", "pgpe"],
+            "sequence": ["s"] * 5,
+            "population_size": [10, 40, 10, None, 20],
+            "l2_anchor": ["zero", "zero", "stage_start", "zero", "zero"],
+        }
+    )
+    assert list(condition_names(runs)) == [
+        "openai_es@pop10",
+        "openai_es@pop40",
+        "openai_es+awd@pop10",
+        "ppo",
+        "pgpe",
+    ]
