@@ -23,9 +23,9 @@ from esbench.config.registry import get_algorithm
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
-from esbench.tracking.ruler import stage_plan
 from esbench.tracking.store import RunStore
 from esbench.tracking.wandb_writer import WandbWriter
+from esbench.training.ruler import stage_plan
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +64,10 @@ def trainer_for(algo: str) -> Trainer:
     """The training function of ``algo``'s family: the ES loop on Dask, or an SB3 baseline task."""
     load_components()
     if get_algorithm(algo).family == "es":
-        from esbench.runtime.es_trainer import train_es
+        from esbench.training.es import train_es
 
         return train_es
-    from esbench.baselines.trainer import train_baseline
+    from esbench.training.sb3 import train_baseline
 
     return train_baseline
 

@@ -19,10 +19,10 @@ import pytest
 
 from esbench.analysis.cli import main as report_main
 from esbench.analysis.load import load_results
-from esbench.baselines.checkpoint import CHECKPOINT_TYPES, BaselineCheckpoint, digest
 from esbench.config.compose import compose_run_config
 from esbench.runner import default_run_id
 from esbench.tracking.schema import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
+from esbench.training.sb3_checkpoint import CHECKPOINT_TYPES, BaselineCheckpoint, digest
 from esbench.utils import statefile
 from tests.conftest import SMALL, esbench, only_run_dir, read_run
 from tests.synthetic_store import write_run
@@ -136,7 +136,7 @@ def test_an_es_checkpoint_where_a_baseline_one_belongs_is_refused(
     shutil.copy(only_run_dir(finished_es_run) / CHECKPOINT_FILE, run_dir / CHECKPOINT_FILE)
     proc = esbench("run", *RL_RUN, f"results_dir={tmp_path}", check=False)
     line = _refusal(proc)
-    assert "is not allowed here" in line and "esbench.runtime.es_trainer.Checkpoint" in line
+    assert "is not allowed here" in line and "esbench.training.es.Checkpoint" in line
 
 
 # --- esbench report -------------------------------------------------------------------------------

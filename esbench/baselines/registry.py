@@ -1,7 +1,7 @@
 """Register the RL baselines in the algorithm registry: schema, class, label, colour, checks.
 
 Imported by :func:`esbench.runner.load_components`. Each of ``trpo``, ``a2c``, ``ppo``, ``dqn`` is
-registered with family ``rl`` (the runner trains it with :func:`esbench.baselines.trainer.train_baseline`),
+registered with family ``rl`` (the runner trains it with :func:`esbench.training.sb3.train_baseline`),
 its schema (filled by ``conf/algo/<key>.yaml``), its SB3 class as a lazy entry point (importing
 torch for every command would cost seconds), and one cross-field check run by
 :func:`esbench.config.validate.validate` before any work starts.

@@ -6,10 +6,10 @@ run resumed from its checkpoint continues exactly as if never stopped (wall-cloc
 
 A run trains the stages of its sequence one after another (issue #14; one stage without a
 sequence): the stage plan, evaluation schedule, rows, snapshots and summary are the ones every
-algorithm uses (:mod:`esbench.tracking.ruler`); what is ES's own is a generation on stage k's
+algorithm uses (:mod:`esbench.training.ruler`); what is ES's own is a generation on stage k's
 environment and an evaluation of the current state on stage j's (``evaluate_chunk``'s ``stage``).
 A stage boundary is no generation: workers cannot replay it, so each gets one snapshot after it.
-Drift (:mod:`esbench.tracking.drift`) is the master's own work: at the end of a stage with a later
+Drift (:mod:`esbench.training.drift`) is the master's own work: at the end of a stage with a later
 one it replays the stage's first evaluation seeds with the stage's final policy to record the
 states it visits (so the numbers do not depend on the workers), and at every point it computes the
 current policy's action distributions on them (:meth:`Policy.action_distribution`).
@@ -36,19 +36,19 @@ from esbench.runtime.replica import GenerationRecord, SyncMessage, TrainerState,
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
 from esbench.strategies.base import ESState, Population
 from esbench.strategies.optimizers import OptState, init_opt_state
-from esbench.tracking.drift import StageStates, record_stage_states, write_stage_states
 from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.ruler import Counters, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
-from esbench.tracking.sequence_loop import SequenceLoop, SequenceProgress
 from esbench.tracking.store import RunStore
+from esbench.training.drift import StageStates, record_stage_states, write_stage_states
+from esbench.training.ruler import Counters, StageEval, StagePlan, stage_plan, write_snapshots
+from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Progress(SequenceProgress):
-    """An ES run's counters (:class:`~esbench.tracking.sequence_loop.SequenceProgress`) and the
+    """An ES run's counters (:class:`~esbench.training.sequence_loop.SequenceProgress`) and the
     generation records its sync messages carry (``algo.sync_history`` of them)."""
 
     records: list[GenerationRecord] = field(default_factory=list)
@@ -79,7 +79,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     sequence (one stage without one); returns the summary dict.
 
     The walk through the stages (evaluation points, boundaries, snapshots, the summary) is
-    :class:`~esbench.tracking.sequence_loop.SequenceLoop`'s, as for the RL baselines; what is ES's
+    :class:`~esbench.training.sequence_loop.SequenceLoop`'s, as for the RL baselines; what is ES's
     own is the generation, the evaluation on the workers (:class:`_ESLearner`) and
     :func:`begin_stage`: stage k starts from stage k-1's final parameters, with the optimizer
     state and the observation statistics reset or kept as ``sequence.reset_*`` say. The
@@ -201,7 +201,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
 
 @dataclass
 class _ESLearner:
-    """The ES side of an evaluation point (:class:`~esbench.tracking.sequence_loop.Learner`):
+    """The ES side of an evaluation point (:class:`~esbench.training.sequence_loop.Learner`):
     the state's deterministic policy evaluated on the workers, and played on the master for the
     states drift records (so those numbers do not depend on the workers)."""
 

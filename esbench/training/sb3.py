@@ -22,14 +22,14 @@ in-process and writes directly.
 Stages (issue #14): :func:`train_process` trains the stages of the run's sequence one after another,
 one SB3 model per stage on that stage's environments, each starting from the previous one's
 parameters (:func:`carry_over`); evaluation points, boundaries, rows and the summary come from
-:class:`esbench.tracking.sequence_loop.SequenceLoop`, as for ES. The stage-boundary snapshots travel
+:class:`esbench.training.sequence_loop.SequenceLoop`, as for ES. The stage-boundary snapshots travel
 back with the summary and the driver writes ``snapshots.npz`` when the run completes.
 
 Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it (digest, and
 that the snapshot parses), cuts ``metrics.csv`` back to the checkpoint's row count and reads those
 rows into the logger (:meth:`MetricsLogger.resume`), and sends the snapshot to the task, which
 builds the model and environments from the config, overwrites their state with the snapshot's
-(:mod:`esbench.baselines.checkpoint`) and continues; the result is bit-identical to an uninterrupted
+(:mod:`esbench.training.sb3_checkpoint`) and continues; the result is bit-identical to an uninterrupted
 run on the same machine (timing columns aside). A checkpoint that cannot be read stops the run with
 one line naming it (:class:`~esbench.tracking.store.RunFileError`).
 """
@@ -52,8 +52,18 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 # Registers the baselines: a Dask worker running _remote_train imports only this module's chain.
 from esbench.baselines import registry as _registry  # noqa: F401
-from esbench.baselines.callback import MetricsCallback, Progress, policy_layout, policy_vector
-from esbench.baselines.checkpoint import (
+from esbench.baselines.configs import resolve_hparams
+from esbench.baselines.sb3 import build_model, make_training_env
+from esbench.config.schema import stop_at_return
+from esbench.envs import make_env
+from esbench.runtime.cluster import dask_client, in_dask_task
+from esbench.tracking.logger import MetricsLogger
+from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.store import RunStore
+from esbench.training.drift import StageStates, write_stage_states
+from esbench.training.ruler import Counters, Stage, StagePlan, stage_plan, write_snapshots
+from esbench.training.sb3_callback import MetricsCallback, Progress, policy_layout, policy_vector
+from esbench.training.sb3_checkpoint import (
     CHECKPOINT_TYPES,
     BaselineCheckpoint,
     SnapshotMismatch,
@@ -62,17 +72,7 @@ from esbench.baselines.checkpoint import (
     optimizers,
     restore,
 )
-from esbench.baselines.configs import resolve_hparams
-from esbench.baselines.sb3 import build_model, make_training_env
-from esbench.config.schema import stop_at_return
-from esbench.envs import make_env
-from esbench.runtime.cluster import dask_client, in_dask_task
-from esbench.tracking.drift import StageStates, write_stage_states
-from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.ruler import Counters, Stage, StagePlan, stage_plan, write_snapshots
-from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
-from esbench.tracking.sequence_loop import SequenceLoop
-from esbench.tracking.store import RunStore
+from esbench.training.sequence_loop import SequenceLoop
 from esbench.utils.layout import ParamLayout
 from esbench.utils.statefile import StateFileError
 
@@ -186,7 +186,7 @@ class Snapshots:
     stages: list[str]
     boundaries: list[int]
     layout: ParamLayout
-    states: list[StageStates]  # for stage_states.npz (esbench.tracking.drift)
+    states: list[StageStates]  # for stage_states.npz (esbench.training.drift)
 
 
 def stage_config(cfg: DictConfig, stage: Stage) -> DictConfig:
@@ -235,7 +235,7 @@ def train_process(
 ) -> dict[str, Any]:
     """Train in this process (from ``blob``, a snapshot, when given) and return the summary.
 
-    Stage after stage of the run's plan (:func:`esbench.tracking.ruler.stage_plan`): an
+    Stage after stage of the run's plan (:func:`esbench.training.ruler.stage_plan`): an
     evaluation point at timestep 0, then ``learn`` for the stage's budget with the metrics
     callback taking the points in between, a point at the end of the stage, and a new model for
     the next stage that starts from this one's parameters (:func:`carry_over`); a snapshot is

@@ -1,13 +1,13 @@
 """The sequence loop, written once for ES and RL: evaluation points, stage boundaries, the summary.
 
 Issue #14 part 3: the loop that walks a run through the stages of its sequence must exist once, so
-the two families cannot drift apart in what they measure. :mod:`esbench.tracking.ruler` holds the
+the two families cannot drift apart in what they measure. :mod:`esbench.training.ruler` holds the
 pieces (the stage plan, the schedule, the rows, drift, the summary); this module holds the order
 they are used in and the counters they update, :class:`SequenceProgress`. A trainer keeps only
 what is its own:
 
-* its training step: an ES generation (:mod:`esbench.runtime.es_trainer`) or SB3's ``learn`` with
-  a callback (:mod:`esbench.baselines.trainer`), after which it asks :meth:`SequenceLoop.stage_done`
+* its training step: an ES generation (:mod:`esbench.training.es`) or SB3's ``learn`` with
+  a callback (:mod:`esbench.training.sb3`), after which it asks :meth:`SequenceLoop.stage_done`
   and :meth:`SequenceLoop.point_due`;
 * a :class:`Learner`: "evaluate my current parameters on stage j", "my action distributions on
   these states", "the states I visit on the stage I train", "my parameter vector";
@@ -35,8 +35,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from esbench.policies.distribution import ActionDist
-from esbench.tracking.drift import StageStates
-from esbench.tracking.ruler import (
+from esbench.training.drift import StageStates
+from esbench.training.ruler import (
     Counters,
     Stage,
     StageEval,
@@ -66,7 +66,7 @@ class SequenceProgress:
         timesteps, frames, episodes: Training counters, cumulative over the sequence.
         eval_timesteps: Environment steps spent evaluating (and recording stage states).
         cpu_s, wall_clock_s: Cumulative, over resumes too.
-        next_eval_at: The timestep of the next scheduled point (:func:`~esbench.tracking.ruler.next_eval_at`).
+        next_eval_at: The timestep of the next scheduled point (:func:`~esbench.training.ruler.next_eval_at`).
         last_eval: (mean, std) of the trained stage at the last point.
         best_eval: The best of those means.
         points: Evaluation points so far.
@@ -114,7 +114,7 @@ class Learner(Protocol):
 
     def record_states(self) -> StageStates:
         """The states the current policy visits on the stage it trains (its first evaluation
-        seeds; :func:`esbench.tracking.drift.record_stage_states`)."""
+        seeds; :func:`esbench.training.drift.record_stage_states`)."""
         ...
 
     def distribution(self, states: np.ndarray) -> ActionDist:
@@ -142,7 +142,7 @@ class SequenceLoop:
     """Walks one run through its stage plan, updating ``progress`` (see the module docstring).
 
     Args:
-        plan: The run's stages (:func:`~esbench.tracking.ruler.stage_plan`).
+        plan: The run's stages (:func:`~esbench.training.ruler.stage_plan`).
         progress: Fresh (with ``snapshots`` holding the initial parameters) or from a checkpoint.
         interval: ``eval.interval_timesteps``.
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
@@ -208,7 +208,7 @@ class SequenceLoop:
         self, counters: Counters, point: PointResult | None, train: dict[str, Any]
     ) -> list[dict[str, Any]]:
         """The rows of a step: one per evaluated stage at a point, one without
-        (:func:`~esbench.tracking.ruler.point_rows`, :func:`~esbench.tracking.ruler.step_row`)."""
+        (:func:`~esbench.training.ruler.point_rows`, :func:`~esbench.training.ruler.step_row`)."""
         if point is None:
             return [step_row(counters, self.stage.name, train)]
         return point_rows(counters, self.stage.name, point.evals, train, point.shared, point.per_stage)
@@ -232,7 +232,7 @@ class SequenceLoop:
         return True
 
     def summary(self, counters: Counters, params: np.ndarray) -> dict[str, Any]:
-        """The trainer's part of ``summary.json`` (:func:`~esbench.tracking.ruler.summary`)."""
+        """The trainer's part of ``summary.json`` (:func:`~esbench.training.ruler.summary`)."""
         p = self.p
         return summary(
             plan=self.plan,
