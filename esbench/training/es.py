@@ -1,4 +1,4 @@
-"""The ES training loop on the master: ask, evaluate on Dask, tell, log, checkpoint.
+"""The ES learner on the master: ask, evaluate on Dask, tell, log, checkpoint.
 
 A run is a pure function of its config (DESIGN.md promise 1): the master's state after generation
 g depends only on (config, g), whatever the number of workers or the order tasks finish in, and a
@@ -6,7 +6,9 @@ run resumed from its checkpoint continues exactly as if never stopped (wall-cloc
 
 A run trains the stages of its sequence one after another (issue #14; one stage without a
 sequence): the stage plan, evaluation schedule, rows, snapshots and summary are the ones every
-algorithm uses (:mod:`esbench.training.ruler`); what is ES's own is a generation on stage k's
+algorithm uses (:mod:`esbench.training.ruler`), walked by :func:`esbench.training.loop.walk_stages`
+with checkpoints and resume as :mod:`esbench.training.checkpoint` says; what is ES's own
+(:class:`ESLearner`) is a generation on stage k's
 environment and an evaluation of the current state on stage j's (``evaluate_chunk``'s ``stage``).
 A stage boundary is no generation: workers cannot replay it, so each gets one snapshot after it.
 Drift (:mod:`esbench.training.drift`) is the master's own work: at the end of a stage with a later
@@ -39,8 +41,10 @@ from esbench.strategies.optimizers import OptState, init_opt_state
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
+from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import StageStates, record_stage_states, write_stage_states
-from esbench.training.ruler import Counters, StageEval, StagePlan, stage_plan, write_snapshots
+from esbench.training.loop import walk_stages
+from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 log = logging.getLogger(__name__)
@@ -55,54 +59,55 @@ class Progress(SequenceProgress):
 
 
 @dataclass
-class Checkpoint:
-    """Everything needed to resume: the trainer state, the counters, and how many rows of
-    ``metrics.csv`` were written when it was taken (the rows stay in the file: a checkpoint's size
-    does not grow with the run, and a resumed run cuts the file back to ``n_rows``)."""
+class ESLearnerState:
+    """An ES run's checkpoint state (in the envelope of :mod:`esbench.training.checkpoint`): the
+    trainer state and the counters. Its digest is the trainer state's (:func:`state_digest`)."""
 
-    state: TrainerState
+    trainer: TrainerState
     progress: Progress
-    n_rows: int
-    digest: str
 
 
-#: The dataclasses an ES checkpoint may hold: the whitelist its data-only state file is written and
-#: read with (:mod:`esbench.utils.statefile`); a checkpoint naming any other type is refused.
-CHECKPOINT_TYPES: tuple[type, ...] = (
-    Checkpoint, Progress, TrainerState, ESState, OptState, ObsStats, GenerationRecord, Population,
-    StageStates, ActionDist,
+def _check_state(state: ESLearnerState) -> None:
+    """A loaded ES state holds a trainer state (the envelope's check of the kind is the outer one)."""
+    if not isinstance(state.trainer, TrainerState) or not isinstance(state.progress, Progress):
+        raise ValueError("not an ES trainer state")
+
+
+#: An ES checkpoint's state for the resume checks; its types are the whitelist its data-only state
+#: file is written and read with (:mod:`esbench.utils.statefile`): a checkpoint naming any other
+#: type is refused.
+ES_STATE = StateKind(
+    name="an ES",
+    state_type=ESLearnerState,
+    types=(
+        ESLearnerState, Progress, TrainerState, ESState, OptState, ObsStats, GenerationRecord, Population,
+        StageStates, ActionDist,
+    ),
+    digest=lambda s: state_digest(s.trainer),
+    check=_check_state,
 )  # fmt: skip
+#: The whitelist of an ES checkpoint file (the envelope and :data:`ES_STATE`'s types).
+CHECKPOINT_TYPES: tuple[type, ...] = ES_STATE.file_types
 
 
 def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train OpenAI-ES (or any registered strategy) as ``cfg`` says, stage after stage of its
     sequence (one stage without one); returns the summary dict.
 
-    The walk through the stages (evaluation points, boundaries, snapshots, the summary) is
-    :class:`~esbench.training.sequence_loop.SequenceLoop`'s, as for the RL baselines; what is ES's
-    own is the generation, the evaluation on the workers (:class:`_ESLearner`) and
-    :func:`begin_stage`: stage k starts from stage k-1's final parameters, with the optimizer
-    state and the observation statistics reset or kept as ``sequence.reset_*`` say. The
-    generation counter runs on over the whole sequence, so every random stream stays distinct.
+    The walk through the stages (evaluation points, boundaries, snapshots, checkpoints, resume,
+    the summary) is :mod:`esbench.training`'s, as for the RL baselines; what is ES's own is
+    :class:`ESLearner`: the generation, the evaluation on the workers, and what a new stage starts
+    from (:meth:`ESLearner.on_stage_begin`). The generation counter runs on over the whole
+    sequence, so every random stream stays distinct.
     """
     plan = stage_plan(cfg)
     spec = RunSpec.from_config(cfg, run_key, tuple(s.env for s in plan.stages))
     master = RunContext(spec)  # the master's own env/policy/strategy (for init and tell)
-    strategy = master.strategy
-    max_gens = cfg.budget.generations if not plan.is_sequence else None
     interval = int(cfg.eval.interval_timesteps)
-    snapshots_path = store.path(SNAPSHOTS_FILE)
-    states_path = store.path(STAGE_STATES_FILE)
-    layout = master.policy.param_layout()
 
-    if cfg.resume and store.has_checkpoint:
-        ckpt = store.load_checkpoint(CHECKPOINT_TYPES)
-        if not isinstance(ckpt, Checkpoint) or not isinstance(ckpt.state, TrainerState):
-            raise store.checkpoint_error("not an ES checkpoint")
-        if state_digest(ckpt.state) != ckpt.digest:
-            raise store.checkpoint_error("its state does not match its digest")
-        state, prog = ckpt.state, ckpt.progress
-        logger.resume(ckpt.n_rows)
+    resumed = resume_state(store, logger, ES_STATE) if cfg.resume else None
+    if resumed is not None:
+        state, prog = resumed.trainer, resumed.progress
         prog.resumed_from = [*prog.resumed_from, state.generation]
         log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
     else:
@@ -111,108 +116,164 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg))
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
-        workers = worker_count(client)
-        evaluate = MemberEvaluator(client, spec)
-        n_tasks_per = int(cfg.algo.tasks_per_worker)
+        learner = ESLearner(cfg, store, logger, loop, master, client, MemberEvaluator(client, spec), state)
+        walk_stages(loop, learner)
+        learner.on_stage_end()  # a resumed run that was over writes its snapshots again
+
+    final = replace(learner.counters(), workers=typical_workers(logger.rows, learner.workers))
+    return {**loop.summary(final, learner.state.es.params), "generations": learner.state.generation}
+
+
+class ESLearner:
+    """The ES :class:`~esbench.training.learner.Learner`: generations evaluated on Dask workers.
+
+    The state's deterministic policy is evaluated on the workers, and played on the master for the
+    states drift records (so those numbers do not depend on the workers).
+
+    Args:
+        cfg: The run config.
+        store: The run's results store (snapshots, stage states, checkpoints).
+        logger: The run's metrics logger (rows).
+        loop: The run's sequence loop; its progress is a :class:`Progress`.
+        master: The master's own env, policy and strategy (for ``tell`` and drift).
+        client: The Dask client.
+        evaluate: Sends a generation's (or an evaluation's) tasks to the workers.
+        state: The trainer state to start from (fresh or resumed).
+    """
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        store: RunStore,
+        logger: MetricsLogger,
+        loop: SequenceLoop,
+        master: RunContext,
+        client: Any,
+        evaluate: MemberEvaluator,
+        state: TrainerState,
+    ) -> None:
+        assert isinstance(loop.p, Progress)
+        self.cfg = cfg
+        self.store = store
+        self.logger = logger
+        self.loop = loop
+        self.plan = loop.plan
+        self.prog: Progress = loop.p
+        self.master = master
+        self.client = client
+        self.evaluate = evaluate
+        self.state = state
+        self.workers = worker_count(client)
+        self.n_tasks_per = int(cfg.algo.tasks_per_worker)
+        self.max_gens = cfg.budget.generations if not self.plan.is_sequence else None
+        self.layout = master.policy.param_layout()
         # Generation records each sync message carries (algo.sync_history): a worker further behind
         # is sent a snapshot instead. Trimmed here too, for a run resumed with a shorter history.
-        history = int(cfg.algo.sync_history)
-        prog.records = prog.records[-history:]
-        t0 = time.perf_counter()
-        wall0 = prog.wall_clock_s
+        self.history = int(cfg.algo.sync_history)
+        self.prog.records = self.prog.records[-self.history :]
+        self._t0 = time.perf_counter()
+        self._wall0 = self.prog.wall_clock_s
 
-        def counters() -> Counters:
-            return Counters(
-                state.generation, prog.timesteps, prog.frames, prog.episodes, prog.wall_clock_s,
-                prog.cpu_s, prog.eval_timesteps, workers,
-            )  # fmt: skip
+    def counters(self) -> Counters:
+        """The ruler's counters now."""
+        p = self.prog
+        return Counters(
+            self.state.generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s,
+            p.eval_timesteps, self.workers,
+        )  # fmt: skip
 
-        def learner() -> _ESLearner:
-            return _ESLearner(master, evaluate, state, prog, plan, cfg, workers)
+    def _clock(self) -> None:
+        self.prog.wall_clock_s = self._wall0 + (time.perf_counter() - self._t0)
 
-        if loop.needs_first_point:  # timestep 0: the untrained policy, so every curve starts at its init
-            first = loop.evaluation_point(learner())
-            prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
-            extras = {
-                "steps_per_s": 0.0,
-                "nonfinite_members": 0,
-                **evaluate.wire.take().row(),
-                "param_norm": float(np.linalg.norm(state.es.params)),
-            }
-            for row in loop.rows(counters(), first, extras):
-                logger.record_many(row)
-                logger.dump()
-            if prog.stopped_at_return:
-                loop.end_stage(state.es.params)
-        while loop.running:
-            g = state.generation
-            workers = worker_count(client)  # read every generation: workers may come and go
-            population = strategy.ask(state.es)
-            msg = SyncMessage(g, state_digest(state), tuple(prog.records))
-            chunks = split_members(len(population.offsets), max(workers, 1) * n_tasks_per)
-            results = evaluate(msg, chunks, "train", state, prog.stage)
-            record, stats = merge_results(population, results, float(cfg.algo.reward_shift))
-            state, tell_metrics = advance(strategy, state, record)
-            prog.records = [*prog.records, record][-history:]
-            prog.timesteps += stats["timesteps"]
-            prog.frames += stats["frames"]
-            prog.episodes += stats["episodes"]
-            prog.cpu_s += stats["cpu_s"]
-            stage_done = loop.stage_done() or (max_gens is not None and state.generation >= int(max_gens))
-            point = None
-            if loop.point_due(stage_done):
-                point = loop.evaluation_point(learner(), stage_end=stage_done)
-                stage_done = stage_done or prog.stopped_at_return
-            prog.wall_clock_s = wall0 + (time.perf_counter() - t0)
-            if stats["nonfinite"]:
-                log.warning(
-                    "generation %d: %d population members returned NaN/inf and were excluded",
-                    g,
-                    stats["nonfinite"],
-                )
-            train = {
-                "train_return_mean": stats["return_mean"],
-                "train_return_max": stats["return_max"],
-                "nonfinite_members": tell_metrics["nonfinite_members"],
-                "grad_norm": tell_metrics.get("grad_norm", math.nan),
-                "param_norm": tell_metrics["param_norm"],
-                "es/update_ratio": tell_metrics.get("update_ratio", math.nan),
-                **evaluate.wire.take().row(),  # this generation's tasks, evaluation included
-            }
-            for row in loop.rows(counters(), point, train):
-                logger.record_many(row)
-                logger.dump()
-            boundary = False
-            if stage_done:
-                boundary = loop.end_stage(state.es.params)
-                if boundary:
-                    state = begin_stage(state, plan)
-                    prog.records = []  # the boundary is no generation: workers get a snapshot
-                write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
-                write_stage_states(states_path, prog.stage_states)
-            if prog.finished or boundary or state.generation % int(cfg.checkpoint_every) == 0:
-                ckpt = Checkpoint(state, prog, len(logger.rows), state_digest(state))
-                store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
-        write_snapshots(snapshots_path, prog.snapshots, plan.names, prog.boundaries, layout)
+    def _log(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            self.logger.record_many(row)
+            self.logger.dump()
 
-    final = replace(counters(), workers=typical_workers(logger.rows, workers))
-    return {**loop.summary(final, state.es.params), "generations": state.generation}
+    # --- the walk ---------------------------------------------------------------------------------
+    def first_point(self) -> None:
+        """The point at timestep 0: the untrained policy, so every curve starts at its init."""
+        first = self.loop.evaluation_point(self)
+        self._clock()
+        extras = {
+            "steps_per_s": 0.0,
+            "nonfinite_members": 0,
+            **self.evaluate.wire.take().row(),
+            "param_norm": float(np.linalg.norm(self.state.es.params)),
+        }
+        self._log(self.loop.rows(self.counters(), first, extras))
 
+    def train_stage(self) -> None:
+        """Generations until the stage is done (its budget, ``budget.generations`` without a
+        sequence, or the target reached at a point)."""
+        while not self._generation():
+            pass
 
-@dataclass
-class _ESLearner:
-    """The ES side of an evaluation point (:class:`~esbench.training.sequence_loop.Learner`):
-    the state's deterministic policy evaluated on the workers, and played on the master for the
-    states drift records (so those numbers do not depend on the workers)."""
+    def _generation(self) -> bool:
+        """One generation: ask, evaluate on the workers, tell, a point when due, its rows, a
+        checkpoint every ``checkpoint_every`` generations; True when it ended the stage."""
+        loop, prog, cfg = self.loop, self.prog, self.cfg
+        g = self.state.generation
+        self.workers = worker_count(self.client)  # read every generation: workers may come and go
+        population = self.master.strategy.ask(self.state.es)
+        msg = SyncMessage(g, state_digest(self.state), tuple(prog.records))
+        chunks = split_members(len(population.offsets), max(self.workers, 1) * self.n_tasks_per)
+        results = self.evaluate(msg, chunks, "train", self.state, prog.stage)
+        record, stats = merge_results(population, results, float(cfg.algo.reward_shift))
+        self.state, tell_metrics = advance(self.master.strategy, self.state, record)
+        prog.records = [*prog.records, record][-self.history :]
+        prog.timesteps += stats["timesteps"]
+        prog.frames += stats["frames"]
+        prog.episodes += stats["episodes"]
+        prog.cpu_s += stats["cpu_s"]
+        stage_done = loop.stage_done() or (
+            self.max_gens is not None and self.state.generation >= int(self.max_gens)
+        )
+        point = None
+        if loop.point_due(stage_done):
+            point = loop.evaluation_point(self, stage_end=stage_done)
+            stage_done = stage_done or prog.stopped_at_return
+        self._clock()
+        if stats["nonfinite"]:
+            log.warning(
+                "generation %d: %d population members returned NaN/inf and were excluded",
+                g,
+                stats["nonfinite"],
+            )
+        train = {
+            "train_return_mean": stats["return_mean"],
+            "train_return_max": stats["return_max"],
+            "nonfinite_members": tell_metrics["nonfinite_members"],
+            "grad_norm": tell_metrics.get("grad_norm", math.nan),
+            "param_norm": tell_metrics["param_norm"],
+            "es/update_ratio": tell_metrics.get("update_ratio", math.nan),
+            **self.evaluate.wire.take().row(),  # this generation's tasks, evaluation included
+        }
+        self._log(loop.rows(self.counters(), point, train))
+        if not stage_done and self.state.generation % int(cfg.checkpoint_every) == 0:
+            self.checkpoint()  # a stage's end is checkpointed by the walk, after its boundary
+        return stage_done
 
-    master: RunContext
-    evaluate: MemberEvaluator
-    state: TrainerState
-    prog: Progress
-    plan: StagePlan
-    cfg: DictConfig
-    workers: int
+    def on_stage_end(self) -> None:
+        """Write the stage-boundary snapshots and the recorded stage states (the master writes)."""
+        p = self.prog
+        write_snapshots(
+            self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries, self.layout
+        )
+        write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
 
+    def on_stage_begin(self, stage: Stage) -> None:
+        """Stage ``stage`` starts from the last one's parameters (:func:`begin_stage`: the
+        optimizer state and observation statistics reset or kept as ``sequence.reset_*`` say).
+        The boundary is no generation the workers could replay, so each gets a snapshot next."""
+        self.state = begin_stage(self.state, self.plan)
+        self.prog.records = []
+
+    def checkpoint(self) -> None:
+        """The trainer state and the counters, with the count of rows written."""
+        save_checkpoint(self.store, ES_STATE, ESLearnerState(self.state, self.prog), len(self.logger.rows))
+
+    # --- an evaluation point ----------------------------------------------------------------------
     def evaluate_stage(self, j: int) -> StageEval:
         """Stage ``j``'s fixed evaluation seeds on the workers; their CPU time is the run's."""
         (mean, std), steps, cpu = _evaluate(self.evaluate, self.state, self.prog, self.cfg, self.workers, j)
