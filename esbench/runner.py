@@ -61,9 +61,18 @@ def load_components() -> None:
 
 
 def trainer_for(algo: str) -> Trainer:
-    """The training function of ``algo``'s family: the ES loop on Dask, or an SB3 baseline task."""
+    """The training function of ``algo``: its registry entry's ``trainer`` when it names one, else
+    its family's (the ES learner on Dask, or an SB3 baseline task); each walks the loop of
+    :mod:`esbench.training`."""
     load_components()
-    if get_algorithm(algo).family == "es":
+    spec = get_algorithm(algo)
+    if spec.trainer is not None:
+        import importlib
+
+        module, _, attr = spec.trainer.partition(":")
+        trainer: Trainer = getattr(importlib.import_module(module), attr)
+        return trainer
+    if spec.family == "es":
         from esbench.training.es import train_es
 
         return train_es

@@ -52,6 +52,8 @@ class AlgorithmSpec:
             and value heads, SB3 ``net_arch=dict(pi=..., vf=...)``) or ``q_values`` (one Q-network).
         steps_per_s: RL: estimated training steps per second on one thread on MuJoCo (the cost
             estimates of :mod:`esbench.recipes`; None: the estimate's default).
+        trainer: The training function as a ``"module:function"`` entry point, for a learner of
+            its own (:mod:`esbench.training`); None: its family's (the ES loop, or an SB3 task).
     """
 
     key: str
@@ -66,6 +68,7 @@ class AlgorithmSpec:
     value_based: bool = False
     head: Literal["actor_critic", "q_values"] = "actor_critic"
     steps_per_s: float | None = None
+    trainer: str | None = None
 
     def load_class(self) -> type:
         """The implementing class (imports an entry point given as ``"module:attr"``)."""
