@@ -6,7 +6,7 @@ only a lower bound), Atari frames (``info["frames"]``, no-op resets included, as
 finished episodes (SB3 ``Monitor``'s ``info["episode"]``) and their returns (unclipped on Atari:
 ``info["raw_reward"]`` summed). Every ``cfg.eval.interval_timesteps`` steps it takes an evaluation
 point (:class:`esbench.training.sequence_loop.SequenceLoop`, shared with ES; the callback is its
-:class:`~esbench.training.sequence_loop.Learner`): every stage of the run's sequence (one without a
+:class:`~esbench.training.learner.Evaluable`): every stage of the run's sequence (one without a
 sequence) evaluated the way ``cfg.eval.policy`` says (:mod:`esbench.baselines.evaluation`: sampled
 on Atari for the policy-gradient baselines, epsilon-greedy for DQN, deterministic elsewhere; its
 random numbers are derived from the run seed and the timestep, so training is unchanged), one row
@@ -61,7 +61,7 @@ def policy_layout(model: Any) -> ParamLayout:
 
 class MetricsCallback(BaseCallback):
     """Counts, evaluates, logs and checkpoints one stage of a baseline run (see the module
-    docstring); the :class:`~esbench.training.sequence_loop.Learner` of its evaluation points.
+    docstring); the :class:`~esbench.training.learner.Evaluable` of its evaluation points.
 
     Args:
         cfg: The run config.
@@ -135,7 +135,7 @@ class MetricsCallback(BaseCallback):
                 return False  # SB3 stops learn() when a callback returns False
         return True
 
-    # --- the Learner of an evaluation point ------------------------------------------------------
+    # --- the Evaluable of an evaluation point ----------------------------------------------------
     def clock(self) -> None:
         """Bring the wall-clock and CPU counters up to now."""
         self.p.wall_clock_s = self._wall_base + (time.perf_counter() - self._t0)
