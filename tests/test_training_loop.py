@@ -196,3 +196,23 @@ def test_another_learners_checkpoint_is_refused(tmp_path: Path) -> None:
     save_checkpoint(store, other, b"snapshot", n_rows=1)
     with pytest.raises(RunFileError, match=r"\(not a toy checkpoint\)"):
         resume_state(store, logger, TOY)
+
+
+# --- a learner of its own, named by its registry entry ----------------------------------------------
+
+
+def toy_trainer(cfg: object, store: object, logger: object, run_key: str) -> dict[str, object]:
+    """A training function a registry entry can name (never called here)."""
+    return {}
+
+
+def test_a_registry_entry_names_its_own_trainer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from esbench.config import registry
+    from esbench.runner import trainer_for
+
+    toy = replace(registry.get_algorithm("openai_es"), key="toy", trainer=f"{__name__}:toy_trainer")
+    monkeypatch.setitem(registry._REGISTRY, "toy", toy)
+    assert trainer_for("toy") is toy_trainer
+    assert trainer_for("openai_es").__module__ == "esbench.training.es"  # no trainer: its family's
