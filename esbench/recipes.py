@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from esbench.config.registry import FAMILIES, algorithms, family_of
+from esbench.config.registry import FAMILIES, algorithms, family_of, get_algorithm
 from esbench.config.validate import ConfigError
 from esbench.runner import load_components
 from esbench.utils.resources import conf_dir, experiments_dir
@@ -341,10 +341,11 @@ STEP_RATES: dict[str, Any] = {
     # HalfCheetah 11.7k/s with the MLP in the loop against 14k/s raw (0.84).
     "es_fraction": 0.8,
     # SB3 on MuJoCo, one thread, steps/s; the cost is dominated by the updates, so one rate for
-    # every MuJoCo env. Measured in the mini runs here (two jobs at once on 2 cores): TRPO, 18
-    # table1 runs (mean 1.58k) and 6 curves runs (2.03k) -> 1.7k; PPO 6 curves runs, 1.50-1.52k;
-    # A2C 6 curves runs, 1.13-1.26k. DQN: assumed, not measured.
-    "rl": {"trpo": 1_700, "ppo": 1_500, "a2c": 1_200, "dqn": 400},
+    # every MuJoCo env. Each baseline's rate is a fact of its registry entry (``steps_per_s``), measured
+    # in the mini runs here (two jobs at once on 2 cores): TRPO, 18 table1 runs (mean 1.58k) and 6
+    # curves runs (2.03k) -> 1.7k; PPO 6 curves runs, 1.50-1.52k; A2C 6 curves runs, 1.13-1.26k;
+    # DQN assumed, not measured. This is the rate of one without an entry.
+    "rl_default": 800,
     # Atari: seconds per agent step = cnn + frame_skip * frame. Emulator ~2.5k agent steps/s at
     # frame-skip 4 (DESIGN.md: ALE v5 ~2k, brief: 2-3k) -> 1e-4 s/frame; ES CNN ~1.6k steps/s at
     # frame-skip 4 -> 2.25e-4 s CNN. RL CNN forward+backward on CPU: measured for A2C in the
@@ -394,7 +395,8 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
     else:
         raw = STEP_RATES["mujoco_raw"].get(env, 10_000)
         es_rate = raw * STEP_RATES["es_fraction"]
-        train_s = steps / (es_rate if is_es else STEP_RATES["rl"].get(algo, 800))
+        rl_rate = get_algorithm(algo).steps_per_s if family_of(algo) is not None else None
+        train_s = steps / (es_rate if is_es else (rl_rate or STEP_RATES["rl_default"]))
         eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
     workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
     return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], float(workers)

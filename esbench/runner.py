@@ -23,9 +23,9 @@ from esbench.config.registry import get_algorithm
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
-from esbench.tracking.ruler import stage_plan
 from esbench.tracking.store import RunStore
 from esbench.tracking.wandb_writer import WandbWriter
+from esbench.training.ruler import stage_plan
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +61,22 @@ def load_components() -> None:
 
 
 def trainer_for(algo: str) -> Trainer:
-    """The training function of ``algo``'s family: the ES loop on Dask, or an SB3 baseline task."""
+    """The training function of ``algo``: its registry entry's ``trainer`` when it names one, else
+    its family's (the ES learner on Dask, or an SB3 baseline task); each walks the loop of
+    :mod:`esbench.training`."""
     load_components()
-    if get_algorithm(algo).family == "es":
-        from esbench.runtime.es_trainer import train_es
+    spec = get_algorithm(algo)
+    if spec.trainer is not None:
+        import importlib
+
+        module, _, attr = spec.trainer.partition(":")
+        trainer: Trainer = getattr(importlib.import_module(module), attr)
+        return trainer
+    if spec.family == "es":
+        from esbench.training.es import train_es
 
         return train_es
-    from esbench.baselines.trainer import train_baseline
+    from esbench.training.sb3 import train_baseline
 
     return train_baseline
 

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from esbench.tracking.ruler import write_snapshots
 from esbench.tracking.schema import (
     CONFIG_FILE,
     ENV_FILE,
@@ -26,6 +25,7 @@ from esbench.tracking.schema import (
     SUMMARY_FILE,
     empty_row,
 )
+from esbench.training.ruler import write_snapshots
 from esbench.utils.layout import ParamLayout
 
 DEFAULT_ENV_INFO: dict[str, Any] = {
@@ -199,7 +199,7 @@ def write_sequence_run(
         stage_timesteps: Each stage's budget (default: 100 each).
         env_id: ``env.id`` (stage 0's env).
         snapshots: Shape (K + 1, n_params), written to ``snapshots.npz`` by
-            :func:`esbench.tracking.ruler.write_snapshots`; None: no file.
+            :func:`esbench.training.ruler.write_snapshots`; None: no file.
         layout: The vector's layer blocks, stored with the snapshots.
         scale: ``budget.scale``.
         workers: ``cluster.n_workers``.

@@ -382,7 +382,7 @@ def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
 
 
 def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_path: Path) -> None:
-    """The ``policy_kl`` and drift columns of ``metrics.csv`` (esbench.tracking.drift): the last KL
+    """The ``policy_kl`` and drift columns of ``metrics.csv`` (esbench.training.drift): the last KL
     of stage 0 is the table's ``kl`` (KL(π_0 || π_final)), the drift curve has one row per point."""
     runs = _store(tmp_path / "runs")
     for run_dir in (runs / "retention").iterdir():

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from esbench.runtime.es_trainer import CHECKPOINT_TYPES
 from esbench.strategies import make_strategy
 from esbench.strategies.base import ANCHOR_KEY, begin_stage_anchor
+from esbench.training.es import CHECKPOINT_TYPES
 from esbench.utils import statefile
 from tests.test_strategies import algo_cfg
 

@@ -253,8 +253,8 @@ def _equal(a: Any, b: Any) -> bool:
     ids=["dqn-cartpole", "trpo-ant", "a2c-pong"],
 )
 def test_a_baseline_resumed_from_a_snapshot_continues_bit_for_bit(overrides: list[str]) -> None:
-    from esbench.baselines.checkpoint import load_snapshot
-    from esbench.baselines.trainer import train_process
+    from esbench.training.sb3 import train_process
+    from esbench.training.sb3_checkpoint import load_snapshot
 
     cfg = compose_run_config([*overrides, "budget=smoke", "checkpoint_every=1", "tracker=none"])
     rows: list[dict[str, Any]] = []

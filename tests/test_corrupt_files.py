@@ -19,10 +19,11 @@ import pytest
 
 from esbench.analysis.cli import main as report_main
 from esbench.analysis.load import load_results
-from esbench.baselines.checkpoint import CHECKPOINT_TYPES, BaselineCheckpoint, digest
 from esbench.config.compose import compose_run_config
 from esbench.runner import default_run_id
 from esbench.tracking.schema import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
+from esbench.training.checkpoint import Checkpoint
+from esbench.training.sb3_checkpoint import CHECKPOINT_TYPES, digest
 from esbench.utils import statefile
 from tests.conftest import SMALL, esbench, only_run_dir, read_run
 from tests.synthetic_store import write_run
@@ -112,15 +113,15 @@ def _rl_run_dir(results: Path) -> Path:
     ("content", "reason"),
     [
         (
-            lambda: BaselineCheckpoint(b"garbage", digest(b"garbage"), 0),
+            lambda: Checkpoint(b"garbage", digest(b"garbage"), 0),
             "its snapshot: not an esbench state file",
         ),
-        (lambda: BaselineCheckpoint(b"x", "0" * 64, 0), "its snapshot does not match its digest"),
+        (lambda: Checkpoint(b"x", "0" * 64, 0), "its snapshot does not match its digest"),
     ],
     ids=["bad-snapshot", "bad-digest"],
 )
 def test_a_damaged_baseline_checkpoint_stops_the_run_with_one_line(
-    tmp_path: Path, content: Callable[[], BaselineCheckpoint], reason: str
+    tmp_path: Path, content: Callable[[], Checkpoint], reason: str
 ) -> None:
     run_dir = _rl_run_dir(tmp_path)
     statefile.save(run_dir / CHECKPOINT_FILE, content(), CHECKPOINT_TYPES)
@@ -136,7 +137,7 @@ def test_an_es_checkpoint_where_a_baseline_one_belongs_is_refused(
     shutil.copy(only_run_dir(finished_es_run) / CHECKPOINT_FILE, run_dir / CHECKPOINT_FILE)
     proc = esbench("run", *RL_RUN, f"results_dir={tmp_path}", check=False)
     line = _refusal(proc)
-    assert "is not allowed here" in line and "esbench.runtime.es_trainer.Checkpoint" in line
+    assert "is not allowed here" in line and "esbench.training.es.ESLearnerState" in line
 
 
 # --- esbench report -------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from esbench.runtime.es_trainer import CHECKPOINT_TYPES
 from esbench.tracking.store import code_revision, environment_record, pinned_code_revision
+from esbench.training.es import CHECKPOINT_TYPES
 from esbench.utils import statefile
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
 

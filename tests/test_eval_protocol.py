@@ -4,7 +4,7 @@ The promises: ``auto`` picks each family's published protocol; a sampled evaluat
 function of the config (same numbers twice) that differs from the deterministic one; and evaluating
 never touches a global random stream, so a run's training is the same whatever ``eval.policy`` is.
 Real SB3 models on real envs (CartPole, InvertedPendulum, Breakout), trained in this process with the
-function the Dask task runs (:func:`esbench.baselines.trainer.train_process`).
+function the Dask task runs (:func:`esbench.training.sb3.train_process`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import torch
 from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.evaluation import evaluate, sample_categorical
 from esbench.baselines.sb3 import build_model, make_training_env
-from esbench.baselines.trainer import train_process
 from esbench.config.compose import compose_run_config
 from esbench.config.errors import ConfigError
 from esbench.config.eval_protocol import DETERMINISTIC, EvalProtocol, eval_protocol, resolve_eval_protocol
 from esbench.envs import make_env
+from esbench.training.sb3 import train_process
 
 QUIET = ["tracker=none", "tracker.console=false", "budget=smoke"]
 

@@ -56,7 +56,7 @@ def test_readers_answer_from_the_registry() -> None:
         assert algo_color(key) == spec.colour
         assert is_es(key) == (spec.family == "es")
         assert trainer_for(key).__module__ == (
-            "esbench.runtime.es_trainer" if spec.family == "es" else "esbench.baselines.trainer"
+            "esbench.training.es" if spec.family == "es" else "esbench.training.sb3"
         )
     es_cost = _job_cost(["algo=openai_es", "env=hopper", "budget.timesteps=100000"])[1]
     rl_cost = _job_cost(["algo=trpo", "env=hopper", "budget.timesteps=100000"])[1]

@@ -18,10 +18,8 @@ import torch
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from esbench.analysis.report import resolve_target
-from esbench.baselines.checkpoint import optimizers
 from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.evaluation import action_distribution, deterministic_act
-from esbench.baselines.trainer import build_stage, carry_over
 from esbench.config.compose import compose_run_config
 from esbench.envs import make_env
 from esbench.policies.distribution import (
@@ -33,10 +31,10 @@ from esbench.policies.distribution import (
 )
 from esbench.policies.mlp import MLPPolicy
 from esbench.policies.obs_norm import ObsStats
-from esbench.runtime.es_trainer import begin_stage
 from esbench.runtime.worker import RunContext, RunSpec
 from esbench.strategies.optimizers import OptState
-from esbench.tracking.drift import (
+from esbench.tracking.schema import METRIC_COLUMNS
+from esbench.training.drift import (
     DRIFT_COLUMNS,
     KL_COLUMN,
     StageStates,
@@ -45,8 +43,10 @@ from esbench.tracking.drift import (
     visited_states,
     write_stage_states,
 )
-from esbench.tracking.ruler import drift_at_point, point_rows, stage_end_states, stage_plan
-from esbench.tracking.schema import METRIC_COLUMNS
+from esbench.training.es import begin_stage
+from esbench.training.ruler import drift_at_point, point_rows, stage_end_states, stage_plan
+from esbench.training.sb3 import build_stage, carry_over
+from esbench.training.sb3_checkpoint import optimizers
 
 BASE = ["tracker=none", "tracker.console=false"]
 
@@ -149,7 +149,7 @@ def test_drift_and_kl_exactly_zero_when_nothing_moved_and_positive_when_it_did(t
 
 
 def test_point_rows_put_drift_on_every_row_and_kl_on_its_stage() -> None:
-    from esbench.tracking.ruler import Counters, StageEval
+    from esbench.training.ruler import Counters, StageEval
 
     counters = Counters(0, 10, 10, 1, 1.0, 1.0, 5, 1)
     shared = dict.fromkeys(DRIFT_COLUMNS, 0.5)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from esbench.config.compose import compose_run_config
-from esbench.tracking.ruler import stage_plan
+from esbench.training.ruler import stage_plan
 from tests.conftest import esbench
 
 

@@ -1,4 +1,4 @@
-"""The sequence loop both families share (esbench.tracking.sequence_loop), on a hand-made learner.
+"""The sequence loop both families share (esbench.training.sequence_loop), on a hand-made learner.
 
 The learner below is not a stand-in for a real component: it is the smallest thing that satisfies
 the ``Learner`` protocol with answers known in advance, so every number the loop writes can be
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from esbench.policies.distribution import CATEGORICAL, ActionDist
-from esbench.tracking.drift import StageStates
-from esbench.tracking.ruler import Counters, Stage, StageEval, StagePlan
-from esbench.tracking.sequence_loop import SequenceLoop, SequenceProgress
+from esbench.training.drift import StageStates
+from esbench.training.ruler import Counters, Stage, StageEval, StagePlan
+from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 
 class ScriptedLearner:

@@ -4,7 +4,7 @@ evaluation, stop at a target), through the real CLI, a real Dask LocalCluster an
 The rows follow the data model of :mod:`esbench.analysis.retention` (read back with its own
 functions), the stage-boundary snapshots are the parameters the stages really ended with (checked
 against independent single-stage runs), and ES and RL go through one ruler
-(:mod:`esbench.tracking.ruler`).
+(:mod:`esbench.training.ruler`).
 
 "Drift is exactly zero and forgetting is zero when a later stage's budget is zero" (issue #14): a
 stage budget of zero is refused by config (issue #14 part 7: exit 2), so no run can have one.
@@ -33,8 +33,8 @@ import pandas as pd
 import pytest
 
 from esbench.analysis.retention import load_snapshots, param_drift, run_retention, sequence_curves
-from esbench.tracking.drift import DRIFT_COLUMNS, KL_COLUMN, load_stage_states
 from esbench.tracking.schema import METRIC_COLUMNS
+from esbench.training.drift import DRIFT_COLUMNS, KL_COLUMN, load_stage_states
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
 
 STAGES = ["default", "long_pole"]
@@ -82,7 +82,7 @@ def check_data_model(run_dir: Path, stages: list[str]) -> tuple[pd.DataFrame, di
     np.testing.assert_array_equal(snaps.boundaries, ends)
     assert _sha(snaps.params[-1]) == summary["params_sha256"]
     assert snaps.layout is not None
-    # Drift at every point (esbench.tracking.drift): from the start of the stage trained, so 0 at
+    # Drift at every point (esbench.training.drift): from the start of the stage trained, so 0 at
     # timestep 0 and, at the end of stage 0, the snapshots' own update of stage 0.
     assert evals[list(DRIFT_COLUMNS)].notna().all().all()
     assert metrics.loc[metrics["eval_return_mean"].isna(), list(DRIFT_COLUMNS)].isna().all().all()

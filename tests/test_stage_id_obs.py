@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from esbench.baselines.sb3 import StageIdVecNormalize, make_training_env
-from esbench.baselines.trainer import stage_config
 from esbench.config.compose import compose_run_config
 from esbench.envs import make_env
 from esbench.envs.variants import append_stage_id
 from esbench.policies import make_policy
-from esbench.tracking.ruler import stage_plan
+from esbench.training.ruler import stage_plan
+from esbench.training.sb3 import stage_config
 
 
 def test_cheetah_dir_shows_the_stage_and_cheetah_mass_does_not() -> None:

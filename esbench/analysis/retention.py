@@ -87,7 +87,7 @@ the *drift* since stage k ended (final minus end of stage k: what could have cau
 Policy drift: the KL divergence ``KL(π_k || π)`` between the policy π_k that ended stage k and
 the current one π, averaged over states π_k visited on stage k. The trainers compute it at every
 evaluation point (the ``policy_kl`` column of ``metrics.csv``, on the row evaluating stage k; see
-:mod:`esbench.tracking.drift`), with the formulas of :mod:`esbench.policies.distribution`,
+:mod:`esbench.training.drift`), with the formulas of :mod:`esbench.policies.distribution`,
 re-exported here: :func:`kl_deterministic_gaussian` for deterministic continuous ES policies (a
 Gaussian of std σ around each action, σ = the ES action noise, 0.01 by default),
 :func:`kl_categorical` for discrete policies (softmax of logits), :func:`kl_diag_gaussian` for
@@ -110,6 +110,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from esbench.analysis.drift import SPARSITY_THRESHOLDS, _delta, _drift_numbers, param_drift
+from esbench.analysis.drift import update_sparsity as update_sparsity  # re-exported
 from esbench.analysis.stats import IncompleteResultsError, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
@@ -125,8 +127,6 @@ from esbench.policies.distribution import (
 from esbench.policies.distribution import (
     kl_diag_gaussian as kl_diag_gaussian,
 )
-from esbench.tracking.drift import SPARSITY_THRESHOLDS, _delta, _drift_numbers, param_drift
-from esbench.tracking.drift import update_sparsity as update_sparsity  # re-exported
 from esbench.utils.layout import Block, ParamLayout, check_layout
 
 #: Evaluations averaged for a value "at the end" (Continual World's results code: ``tail(5)``).
@@ -547,7 +547,7 @@ class Snapshots:
 
 
 def load_snapshots(path: str | Path) -> Snapshots:
-    """Read ``snapshots.npz`` (written by :func:`esbench.tracking.ruler.write_snapshots`) with
+    """Read ``snapshots.npz`` (written by :func:`esbench.training.ruler.write_snapshots`) with
     ``allow_pickle=False``: arrays only, no code runs.
 
     Arrays read: ``params`` (required, 2-D), ``boundaries``, ``stages``, ``layout_starts`` and

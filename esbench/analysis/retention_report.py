@@ -10,7 +10,7 @@ the tidy tables the ``retention`` report section draws and tabulates
 * :func:`analyse_retention`: per complete sequence run, :func:`~esbench.analysis.retention.run_retention`
   (plus the new-stage gain and old-stage change of every later stage, for the scatter), the
   normalized curves, the drift of the stage-boundary snapshots from the first one, the drift and
-  policy KL logged at every evaluation point (``metrics.csv``: :mod:`esbench.tracking.drift`),
+  policy KL logged at every evaluation point (``metrics.csv``: :mod:`esbench.training.drift`),
   the normalization used, and which seeds are missing.
 
 Normalization (stated in every report): ``p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)``
@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN
 from esbench.analysis.load import (
     UnreadableRunFile,
     _config_row,
@@ -64,7 +65,6 @@ from esbench.analysis.retention import (
     sequence_curves,
 )
 from esbench.analysis.stats import interpolate_runs
-from esbench.tracking.drift import DRIFT_COLUMNS, KL_COLUMN
 from esbench.tracking.schema import CONFIG_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
 
 #: Columns of :func:`scan_sequence_runs`.
@@ -605,7 +605,7 @@ def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFr
     the mean over the stages with a recorded value at that point (NaN before the first boundary).
 
     Returns:
-        Columns ``timesteps``, ``train_stage``, :data:`~esbench.tracking.drift.DRIFT_COLUMNS`,
+        Columns ``timesteps``, ``train_stage``, :data:`~esbench.training.drift.DRIFT_COLUMNS`,
         ``policy_kl``; one row per point.
     """
     rows = _points(metrics, stages)

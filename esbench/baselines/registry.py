@@ -1,7 +1,7 @@
 """Register the RL baselines in the algorithm registry: schema, class, label, colour, checks.
 
 Imported by :func:`esbench.runner.load_components`. Each of ``trpo``, ``a2c``, ``ppo``, ``dqn`` is
-registered with family ``rl`` (the runner trains it with :func:`esbench.baselines.trainer.train_baseline`),
+registered with family ``rl`` (the runner trains it with :func:`esbench.training.sb3.train_baseline`),
 its schema (filled by ``conf/algo/<key>.yaml``), its SB3 class as a lazy entry point (importing
 torch for every command would cost seconds), and one cross-field check run by
 :func:`esbench.config.validate.validate` before any work starts.
@@ -13,24 +13,27 @@ from omegaconf import DictConfig
 
 from esbench.baselines.configs import A2CConfig, DQNConfig, PPOConfig, TRPOConfig, resolve_hparams
 from esbench.config.errors import ConfigError
-from esbench.config.registry import AlgorithmSpec, register_algorithm
+from esbench.config.registry import AlgorithmSpec, algorithms, get_algorithm, register_algorithm
 
 
 def check_baseline(cfg: DictConfig) -> None:
     """Hyperparameters after per-kind overrides, policy/env fit, DQN's discrete-action requirement."""
     name = str(cfg.algo.name)
+    spec = get_algorithm(name)
     hp = resolve_hparams(cfg)
     if not cfg.policy.get("bias", True):
         raise ConfigError(f"algo={name}: SB3 networks always have biases; allowed: policy.bias=true")
     if cfg.env.kind == "atari" and cfg.policy.kind != "cnn":
         raise ConfigError(f"algo={name} on Atari needs policy.kind=cnn (the A3C CNN); got policy.kind=mlp")
     batch = hp.get("batch_size")
-    if name in ("ppo", "trpo") and batch is not None and batch > hp["n_steps"] * hp["n_envs"]:
+    if (
+        "n_steps" in hp and batch is not None and batch > hp["n_steps"] * hp["n_envs"]
+    ):  # on-policy minibatches
         raise ConfigError(
             f"algo.batch_size={batch} exceeds a rollout (algo.n_steps * algo.n_envs = "
             f"{hp['n_steps'] * hp['n_envs']}); allowed: batch_size <= n_steps * n_envs"
         )
-    if name == "dqn" and cfg.env.kind != "atari":  # ALE games always have Discrete actions
+    if spec.value_based and cfg.env.kind != "atari":  # ALE games always have Discrete actions
         _check_discrete(cfg)
 
 
@@ -47,9 +50,14 @@ def _check_discrete(cfg: DictConfig) -> None:
         env.close()
     if not isinstance(space, gym.spaces.Discrete):
         raise ConfigError(
-            f"algo=dqn needs a discrete action space; env.id={resolved_env_id(cfg.env)} has {space} "
-            "(use algo=trpo, a2c or ppo)"
+            f"algo={cfg.algo.name} needs a discrete action space; env.id={resolved_env_id(cfg.env)} "
+            f"has {space} (use algo={_one_of([k for k, s in algorithms('rl').items() if not s.value_based])})"
         )
+
+
+def _one_of(keys: list[str]) -> str:
+    """``a, b or c``."""
+    return " or ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
 
 
 BASELINES: tuple[AlgorithmSpec, ...] = (
@@ -62,6 +70,7 @@ BASELINES: tuple[AlgorithmSpec, ...] = (
         colour="#D55E00",
         description="TRPO, Schulman et al. 2015 (sb3-contrib), rl-baselines3-zoo's tuned settings",
         check=check_baseline,
+        steps_per_s=1_700,
     ),
     AlgorithmSpec(
         key="a2c",
@@ -72,6 +81,7 @@ BASELINES: tuple[AlgorithmSpec, ...] = (
         colour="#009E73",
         description="A2C, the synchronous A3C of Mnih et al. 2016 (SB3), zoo settings",
         check=check_baseline,
+        steps_per_s=1_200,
     ),
     AlgorithmSpec(
         key="ppo",
@@ -82,6 +92,7 @@ BASELINES: tuple[AlgorithmSpec, ...] = (
         colour="#CC79A7",
         description="PPO, Schulman et al. 2017 (SB3), zoo settings",
         check=check_baseline,
+        steps_per_s=1_500,
     ),
     AlgorithmSpec(
         key="dqn",
@@ -92,6 +103,9 @@ BASELINES: tuple[AlgorithmSpec, ...] = (
         colour="#E69F00",
         description="DQN, Mnih et al. 2015 (SB3), zoo settings; discrete actions only",
         check=check_baseline,
+        value_based=True,
+        head="q_values",
+        steps_per_s=400,  # assumed, not measured
     ),
 )
 

@@ -91,12 +91,14 @@ class StageIdVecNormalize(VecNormalize):
 
 
 def policy_spec(cfg: DictConfig, algo: str) -> tuple[str, dict[str, Any]]:
-    """SB3 policy name and ``policy_kwargs``: the same network sizes as the ES policy."""
+    """SB3 policy name and ``policy_kwargs``: the same network sizes as the ES policy, with the
+    head the algorithm's registry entry names (:attr:`~esbench.config.registry.AlgorithmSpec.head`)."""
+    q_net = get_algorithm(algo).head == "q_values"
     if cfg.env.kind == "atari":
-        heads: Any = [] if algo == "dqn" else {"pi": [], "vf": []}
+        heads: Any = [] if q_net else {"pi": [], "vf": []}
         return "CnnPolicy", {"features_extractor_class": A3CFeatures, "net_arch": heads}
     hidden = [int(h) for h in cfg.policy.hidden_sizes]
-    arch: Any = hidden if algo == "dqn" else {"pi": hidden, "vf": hidden}
+    arch: Any = hidden if q_net else {"pi": hidden, "vf": hidden}
     return "MlpPolicy", {"net_arch": arch, "activation_fn": ACTIVATIONS[str(cfg.policy.activation)]}
 
 
@@ -124,7 +126,7 @@ def build_model(cfg: DictConfig, hp: dict[str, Any], venv: VecEnv) -> BaseAlgori
     """A fresh SB3 model, seeded with ``cfg.seed`` (SB3 seeds python, numpy, torch and the env)."""
     algo = str(cfg.algo.name)
     policy, policy_kwargs = policy_spec(cfg, algo)
-    if algo == "a2c" and hp["use_rms_prop"] and hp["rmsprop_tf_like"]:
+    if hp.get("use_rms_prop") and hp.get("rmsprop_tf_like"):  # A2C's zoo Atari optimizer
         policy_kwargs["optimizer_class"] = RMSpropTFLike  # zoo Atari: dict(eps=1e-5)
         eps = float(hp["rms_prop_eps"])
         policy_kwargs["optimizer_kwargs"] = {"alpha": 0.99, "eps": eps, "weight_decay": 0}

@@ -116,10 +116,10 @@ def _message(population: int, history: int, obs_dim: int, state: Any) -> Any:
 
 def master_and_messages(populations: tuple[int, ...] = POPULATIONS, repeats: int = 3) -> dict[str, Any]:
     """Master seconds per generation and task payload bytes against episodes per generation."""
-    from esbench.runtime.es_trainer import merge_results
     from esbench.runtime.replica import SyncMessage, advance, state_digest
     from esbench.runtime.wire import payload_bytes
     from esbench.runtime.worker import ChunkResult, RunContext, RunSpec, evaluate_chunk
+    from esbench.training.es import merge_results
 
     master, messages = [], []
     for n in populations:

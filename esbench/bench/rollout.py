@@ -27,9 +27,9 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from esbench.envs import make_env
-from esbench.runtime.es_trainer import merge_results
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
 from esbench.runtime.worker import RunSpec, evaluate_chunk, get_context
+from esbench.training.es import merge_results
 
 Recording = list[tuple[int | None, list[np.ndarray]]]  # (reset seed, actions) per episode
 

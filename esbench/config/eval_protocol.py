@@ -26,14 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from esbench.config.errors import ConfigError
-from esbench.config.registry import family_of
+from esbench.config.registry import family_of, is_value_based
 from esbench.config.validate import register_check
 
 #: The values of ``eval.policy``.
 EVAL_POLICIES: tuple[str, ...] = ("auto", "deterministic", "sampled", "epsilon_greedy")
-
-#: RL baselines with no action distribution to sample from (a Q-network): never ``sampled``.
-VALUE_BASED: frozenset[str] = frozenset({"dqn"})
 
 #: What ``auto`` gives on Atari, per family (value-based RL: ``epsilon_greedy``).
 ATARI_DEFAULTS: dict[str, str] = {"es": "deterministic", "rl": "sampled"}
@@ -87,7 +84,7 @@ def resolve_eval_protocol(
         fam = family if family is not None else ("es" if algo.endswith("_es") else "rl")
         if env_kind != "atari":
             policy = "deterministic"
-        elif fam == "rl" and algo in VALUE_BASED:
+        elif fam == "rl" and is_value_based(algo):
             policy = "epsilon_greedy"
         else:
             policy = ATARI_DEFAULTS.get(fam, "deterministic")
@@ -146,7 +143,7 @@ def check_eval_policy(cfg: Any) -> None:
             f"eval.policy={policy}: algo={algo} is an ES policy, evaluated deterministically as the "
             "paper does; allowed: eval.policy=auto or deterministic"
         )
-    if policy == "sampled" and algo in VALUE_BASED:
+    if policy == "sampled" and is_value_based(algo):
         raise ConfigError(
             f"eval.policy=sampled: algo={algo} has no action distribution to sample (a Q-network); "
             "allowed: eval.policy=auto, deterministic or epsilon_greedy"

@@ -46,6 +46,14 @@ class AlgorithmSpec:
         policy_kinds: the policy kinds it can act with (``mlp``, ``linear``: an MLP with no hidden
             layer, ``cnn``: the Atari CNN).
         check: an optional cross-field check of a whole run config; raises :class:`ConfigError`.
+        value_based: RL: a value-based learner (a Q-network): no action distribution to sample
+            (evaluated deterministically or epsilon-greedily, never ``sampled``), discrete actions only.
+        head: RL: the network's head on the shared hidden sizes: ``actor_critic`` (separate policy
+            and value heads, SB3 ``net_arch=dict(pi=..., vf=...)``) or ``q_values`` (one Q-network).
+        steps_per_s: RL: estimated training steps per second on one thread on MuJoCo (the cost
+            estimates of :mod:`esbench.recipes`; None: the estimate's default).
+        trainer: The training function as a ``"module:function"`` entry point, for a learner of
+            its own (:mod:`esbench.training`); None: its family's (the ES loop, or an SB3 task).
     """
 
     key: str
@@ -57,6 +65,10 @@ class AlgorithmSpec:
     description: str
     policy_kinds: tuple[str, ...] = ("mlp", "linear", "cnn")
     check: Callable[[DictConfig], None] | None = None
+    value_based: bool = False
+    head: Literal["actor_critic", "q_values"] = "actor_critic"
+    steps_per_s: float | None = None
+    trainer: str | None = None
 
     def load_class(self) -> type:
         """The implementing class (imports an entry point given as ``"module:attr"``)."""
@@ -130,6 +142,12 @@ def colour_of(key: str, default: str = "#777777") -> str:
     """The figure colour of ``key`` (``default`` when unregistered)."""
     spec = _REGISTRY.get(str(key))
     return spec.colour if spec else default
+
+
+def is_value_based(key: str) -> bool:
+    """Whether ``key`` is a value-based learner (False when unregistered)."""
+    spec = _REGISTRY.get(str(key))
+    return bool(spec and spec.value_based)
 
 
 def check_registered(cfg: Any) -> AlgorithmSpec:

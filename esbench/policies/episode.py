@@ -2,7 +2,7 @@
 
 Every number the benchmark reports comes from this loop: ES workers' returns
 (:mod:`esbench.runtime.worker`), the RL baselines' evaluation (:func:`esbench.baselines.evaluation.
-evaluate`) and the states a stage records for the policy KL (:func:`esbench.tracking.drift.
+evaluate`) and the states a stage records for the policy KL (:func:`esbench.training.drift.
 visited_states`). Written once, the two families cannot come to count steps, frames or returns
 differently. What differs between them is only how an action is chosen, which is the actor's
 business (:class:`Actor`).

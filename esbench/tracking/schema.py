@@ -5,7 +5,7 @@ DESIGN.md promise 3: ES and RL runs are measured on one ruler. Every run directo
 can put an ES curve and an RL curve on one axis with no conversion. A row is one logging step:
 one ES generation, or one RL logging interval; at an evaluation point of a task sequence, one row
 per evaluated stage (``train_task`` the stage trained, ``eval_task`` the stage evaluated; the data
-model of :mod:`esbench.analysis.retention`, rows built by :mod:`esbench.tracking.ruler`).
+model of :mod:`esbench.analysis.retention`, rows built by :mod:`esbench.training.ruler`).
 Values a step does not have (an evaluation that did not happen at this step) are left empty (NaN).
 
 Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
@@ -16,7 +16,7 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
     env.json        package versions, git commit, cores, host, python
     checkpoint.npz  the latest checkpoint (strategy/model state + metrics rows so far), data only:
                     arrays and a JSON manifest (esbench.utils.statefile), never a pickle
-    snapshots.npz   the parameters at the stage boundaries (esbench.tracking.ruler.write_snapshots;
+    snapshots.npz   the parameters at the stage boundaries (esbench.training.ruler.write_snapshots;
                     read with esbench.analysis.retention.load_snapshots): ``params`` (K + 1, n_params)
                     float32, row k the flat vector at the start of stage k, row K the final one (a run
                     still going holds the rows of the stages begun so far); ``boundaries`` (T_k of
@@ -25,7 +25,7 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
                     is the SB3 policy's ``state_dict`` values in order (actor, critic and, for DQN,
                     target network), ES's the policy's flat parameters
     stage_states.npz the states each ended stage's final policy visited there and its action
-                    distributions on them, for the ``policy_kl`` column (esbench.tracking.drift;
+                    distributions on them, for the ``policy_kl`` column (esbench.training.drift;
                     only for a sequence, once a stage with a later one has ended)
     wandb/          the W&B run files (offline mode: `wandb sync` them later)
 """
@@ -55,7 +55,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "bytes_to_workers",  # task payloads (spec, sync message, members) and snapshots; RL: empty
     "bytes_from_workers",  # task results (returns, lengths, observation sums); RL: empty
     "snapshots_sent",  # tasks re-sent with a full state to a new, restarted or lagging worker
-    # Drift at an evaluation point (esbench.tracking.drift), empty on rows without an evaluation.
+    # Drift at an evaluation point (esbench.training.drift), empty on rows without an evaluation.
     # Of the parameters from the last stage-boundary snapshot (the start of the stage trained; the
     # initial parameters in stage 0), Δ = θ - θ_b, the same on every row of a point:
     "drift_l2",  # ||Δ||_2
@@ -103,7 +103,7 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "stop_at_return",  # the target score, or None
 )
 
-#: Keys every summary also holds (esbench.tracking.ruler.summary), list- or dict-valued, so kept out
+#: Keys every summary also holds (esbench.training.ruler.summary), list- or dict-valued, so kept out
 #: of the runs table that :mod:`esbench.analysis.load` builds from :data:`SUMMARY_KEYS`.
 SEQUENCE_SUMMARY_KEYS: tuple[str, ...] = (
     "resumed_from",  # ES: generations, RL: timesteps at which the run resumed from a checkpoint

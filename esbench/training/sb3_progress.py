@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from esbench.tracking.sequence_loop import SequenceProgress
+from esbench.training.sequence_loop import SequenceProgress
 
 
 @dataclass
 class Progress(SequenceProgress):
-    """A baseline run's counters (:class:`~esbench.tracking.sequence_loop.SequenceProgress`) and
+    """A baseline run's counters (:class:`~esbench.training.sequence_loop.SequenceProgress`) and
     what its metrics callback adds (saved in every snapshot)."""
 
     rows: int = 0  # rows emitted so far (the next row's index in metrics.csv)

@@ -1,7 +1,7 @@
 """Drift during a run: how far the parameters and the policy moved from a stage-boundary snapshot.
 
 Issue #14 asks, besides the returns, how far a run moved away from what it had learned. The
-ruler (:mod:`esbench.tracking.ruler`) logs two kinds of drift at every evaluation point, for ES and
+ruler (:mod:`esbench.training.ruler`) logs two kinds of drift at every evaluation point, for ES and
 the RL baselines alike (each family supplies only "the action distribution of my policy on these
 states"):
 
@@ -37,18 +37,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from numpy.typing import ArrayLike
 
+from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SPARSITY_THRESHOLDS, param_drift, update_sparsity
 from esbench.policies.distribution import ActionDist, kl_divergence
 from esbench.policies.episode import discrete_action, run_episode
 from esbench.utils.io import atomic_write_bytes
 
-#: |Δ| thresholds of update sparsity (Abdi, Gupta et al. 2026).
-SPARSITY_THRESHOLDS: tuple[float, ...] = (1e-6, 1e-4)
-#: The metrics columns of parameter drift from the last stage-boundary snapshot.
-DRIFT_COLUMNS: tuple[str, ...] = ("drift_l2", "drift_rel", "drift_sparsity_1e-6", "drift_sparsity_1e-4")
-#: The metrics column of policy drift on an ended stage's states.
-KL_COLUMN = "policy_kl"
 #: Evaluation episodes (the first ones of the fixed seeds) whose states a stage records.
 STATE_EPISODES = 3
 #: At most this many states per stage, evenly spaced over those episodes' steps.
@@ -59,47 +53,6 @@ DistributionFn = Callable[[np.ndarray], ActionDist]
 
 
 # --- parameter drift --------------------------------------------------------------------------
-
-
-def _delta(current: np.ndarray, snapshot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    cur = np.asarray(current, dtype=np.float64).ravel()
-    ref = np.asarray(snapshot, dtype=np.float64).ravel()
-    if cur.shape != ref.shape:
-        raise ValueError(f"parameter vectors differ in size: {cur.size} vs {ref.size}")
-    return cur - ref, ref
-
-
-def update_sparsity(delta: ArrayLike, tau: float) -> float:
-    """Fraction of parameters whose change is at most ``tau`` in magnitude: ``mean(|Δ| <= τ)``."""
-    d = np.abs(np.asarray(delta, dtype=np.float64))
-    return float(np.mean(d <= tau)) if d.size else float("nan")
-
-
-def _drift_numbers(delta: np.ndarray, ref: np.ndarray, thresholds: Sequence[float]) -> dict[str, float]:
-    l2 = float(np.linalg.norm(delta))
-    ref_norm = float(np.linalg.norm(ref))
-    out = {"l2": l2, "rel": l2 / ref_norm if ref_norm > 0 else float("nan")}
-    for tau in thresholds:
-        out[f"sparsity@{tau:g}"] = update_sparsity(delta, tau)
-    return out
-
-
-def param_drift(
-    current: np.ndarray, snapshot: np.ndarray, thresholds: Sequence[float] = SPARSITY_THRESHOLDS
-) -> dict[str, float]:
-    """How far a flat parameter vector moved from a snapshot.
-
-    Args:
-        current: θ, shape (n_params,) (float32 as stored; computed in float64).
-        snapshot: θ_k, shape (n_params,).
-        thresholds: τ values of the update sparsity.
-
-    Returns:
-        ``{"l2": ||Δ||_2, "rel": ||Δ||_2 / ||θ_k||_2 (NaN when ||θ_k|| = 0),
-        "sparsity@<τ>": mean(|Δ| <= τ) for each τ}`` with Δ = θ - θ_k.
-    """
-    delta, ref = _delta(current, snapshot)
-    return _drift_numbers(delta, ref, thresholds)
 
 
 def drift_columns(params: np.ndarray, snapshot: np.ndarray) -> dict[str, float]:
@@ -216,7 +169,7 @@ def policy_kl(recorded: StageStates, current: ActionDist) -> float:
 
 def kl_columns(records: Sequence[StageStates], distribution: DistributionFn) -> dict[str, dict[str, float]]:
     """``{stage: {"policy_kl": value}}`` for every recorded stage, the current policy given by
-    ``distribution`` (for :func:`esbench.tracking.ruler.point_rows`' ``per_stage``)."""
+    ``distribution`` (for :func:`esbench.training.ruler.point_rows`' ``per_stage``)."""
     return {r.stage: {KL_COLUMN: policy_kl(r, distribution(r.states))} for r in records}
 
 

@@ -1,16 +1,17 @@
 """The sequence loop, written once for ES and RL: evaluation points, stage boundaries, the summary.
 
 Issue #14 part 3: the loop that walks a run through the stages of its sequence must exist once, so
-the two families cannot drift apart in what they measure. :mod:`esbench.tracking.ruler` holds the
+the two families cannot drift apart in what they measure. :mod:`esbench.training.ruler` holds the
 pieces (the stage plan, the schedule, the rows, drift, the summary); this module holds the order
-they are used in and the counters they update, :class:`SequenceProgress`. A trainer keeps only
-what is its own:
+they are used in and the counters they update, :class:`SequenceProgress`; the walk from stage
+to stage is :func:`esbench.training.loop.walk_stages`. A learner
+(:class:`~esbench.training.learner.Learner`) keeps only what is its own:
 
-* its training step: an ES generation (:mod:`esbench.runtime.es_trainer`) or SB3's ``learn`` with
-  a callback (:mod:`esbench.baselines.trainer`), after which it asks :meth:`SequenceLoop.stage_done`
+* its training step: an ES generation (:mod:`esbench.training.es`) or SB3's ``learn`` with
+  a callback (:mod:`esbench.training.sb3`), after which it asks :meth:`SequenceLoop.stage_done`
   and :meth:`SequenceLoop.point_due`;
-* a :class:`Learner`: "evaluate my current parameters on stage j", "my action distributions on
-  these states", "the states I visit on the stage I train", "my parameter vector";
+* an :class:`~esbench.training.learner.Evaluable`: "evaluate my current parameters on stage j",
+  "my action distributions on these states", "the states I visit on the stage I train", "my parameter vector";
 * its own training statistics on the rows, and its checkpoints;
 * what happens to its state when a stage begins (ES: optimizer and observation statistics reset or
   kept; RL: a new SB3 model on the new stage's environments that starts from the old parameters).
@@ -30,13 +31,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from esbench.policies.distribution import ActionDist
-from esbench.tracking.drift import StageStates
-from esbench.tracking.ruler import (
+from esbench.training.drift import StageStates
+from esbench.training.learner import Evaluable
+from esbench.training.ruler import (
     Counters,
     Stage,
     StageEval,
@@ -51,7 +52,7 @@ from esbench.tracking.ruler import (
     target_reached,
 )
 
-__all__ = ["Learner", "PointResult", "SequenceLoop", "SequenceProgress"]
+__all__ = ["PointResult", "SequenceLoop", "SequenceProgress"]
 
 
 @dataclass
@@ -66,7 +67,7 @@ class SequenceProgress:
         timesteps, frames, episodes: Training counters, cumulative over the sequence.
         eval_timesteps: Environment steps spent evaluating (and recording stage states).
         cpu_s, wall_clock_s: Cumulative, over resumes too.
-        next_eval_at: The timestep of the next scheduled point (:func:`~esbench.tracking.ruler.next_eval_at`).
+        next_eval_at: The timestep of the next scheduled point (:func:`~esbench.training.ruler.next_eval_at`).
         last_eval: (mean, std) of the trained stage at the last point.
         best_eval: The best of those means.
         points: Evaluation points so far.
@@ -105,31 +106,11 @@ class SequenceProgress:
     finished: bool = False
 
 
-class Learner(Protocol):
-    """What a family supplies to the sequence loop about its current parameters."""
-
-    def evaluate_stage(self, j: int) -> StageEval:
-        """The current policy on stage ``j``'s environment and the run's fixed evaluation seeds."""
-        ...
-
-    def record_states(self) -> StageStates:
-        """The states the current policy visits on the stage it trains (its first evaluation
-        seeds; :func:`esbench.tracking.drift.record_stage_states`)."""
-        ...
-
-    def distribution(self, states: np.ndarray) -> ActionDist:
-        """The current policy's action distributions on raw observations."""
-        ...
-
-    def params(self) -> np.ndarray:
-        """The current parameter vector (what drift and the snapshots measure)."""
-        ...
-
-
 @dataclass(frozen=True)
 class PointResult:
     """An evaluation point: its index (0 at timestep 0), the parameters evaluated (read once, from
-    :meth:`Learner.params`), every stage's evaluation, and the drift columns for ``point_rows``."""
+    :meth:`~esbench.training.learner.Evaluable.params`), every stage's evaluation, and the drift
+    columns for ``point_rows``."""
 
     index: int
     params: np.ndarray
@@ -142,7 +123,7 @@ class SequenceLoop:
     """Walks one run through its stage plan, updating ``progress`` (see the module docstring).
 
     Args:
-        plan: The run's stages (:func:`~esbench.tracking.ruler.stage_plan`).
+        plan: The run's stages (:func:`~esbench.training.ruler.stage_plan`).
         progress: Fresh (with ``snapshots`` holding the initial parameters) or from a checkpoint.
         interval: ``eval.interval_timesteps``.
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
@@ -179,7 +160,7 @@ class SequenceLoop:
         """Whether the training step just finished ends with an evaluation point."""
         return eval_due(self.p.timesteps, self.p.next_eval_at, stage_done)
 
-    def evaluation_point(self, learner: Learner, stage_end: bool = False) -> PointResult:
+    def evaluation_point(self, learner: Evaluable, stage_end: bool = False) -> PointResult:
         """Evaluate every stage of the plan with the current parameters and update the counters.
 
         At a stage's end with a later stage to come, that stage's states are recorded first (its
@@ -208,7 +189,7 @@ class SequenceLoop:
         self, counters: Counters, point: PointResult | None, train: dict[str, Any]
     ) -> list[dict[str, Any]]:
         """The rows of a step: one per evaluated stage at a point, one without
-        (:func:`~esbench.tracking.ruler.point_rows`, :func:`~esbench.tracking.ruler.step_row`)."""
+        (:func:`~esbench.training.ruler.point_rows`, :func:`~esbench.training.ruler.step_row`)."""
         if point is None:
             return [step_row(counters, self.stage.name, train)]
         return point_rows(counters, self.stage.name, point.evals, train, point.shared, point.per_stage)
@@ -232,7 +213,7 @@ class SequenceLoop:
         return True
 
     def summary(self, counters: Counters, params: np.ndarray) -> dict[str, Any]:
-        """The trainer's part of ``summary.json`` (:func:`~esbench.tracking.ruler.summary`)."""
+        """The trainer's part of ``summary.json`` (:func:`~esbench.training.ruler.summary`)."""
         p = self.p
         return summary(
             plan=self.plan,

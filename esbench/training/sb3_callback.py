@@ -5,15 +5,15 @@ timesteps (``n_envs`` per vectorized step: the steps really taken, SB3's ``total
 only a lower bound), Atari frames (``info["frames"]``, no-op resets included, as ES counts them),
 finished episodes (SB3 ``Monitor``'s ``info["episode"]``) and their returns (unclipped on Atari:
 ``info["raw_reward"]`` summed). Every ``cfg.eval.interval_timesteps`` steps it takes an evaluation
-point (:class:`esbench.tracking.sequence_loop.SequenceLoop`, shared with ES; the callback is its
-:class:`~esbench.tracking.sequence_loop.Learner`): every stage of the run's sequence (one without a
+point (:class:`esbench.training.sequence_loop.SequenceLoop`, shared with ES; the callback is its
+:class:`~esbench.training.learner.Evaluable`): every stage of the run's sequence (one without a
 sequence) evaluated the way ``cfg.eval.policy`` says (:mod:`esbench.baselines.evaluation`: sampled
 on Atari for the policy-gradient baselines, epsilon-greedy for DQN, deterministic elsewhere; its
 random numbers are derived from the run seed and the timestep, so training is unchanged), one row
 per stage with exactly
 the columns of :data:`esbench.tracking.schema.METRIC_COLUMNS`. An evaluation of the stage trained
 at or above ``budget.stop_at_return`` stops ``learn`` (issue #15). At the start of a rollout, once
-every ``cfg.checkpoint_every`` points, it emits a snapshot (:mod:`esbench.baselines.checkpoint`).
+every ``cfg.checkpoint_every`` points, it emits a snapshot (:mod:`esbench.training.sb3_checkpoint`).
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from esbench.baselines.checkpoint import snapshot
 from esbench.baselines.evaluation import action_distribution, deterministic_act, evaluate
-from esbench.baselines.progress import Progress
 from esbench.config.eval_protocol import eval_protocol
 from esbench.policies.distribution import ActionDist
-from esbench.tracking.drift import StageStates, record_stage_states
-from esbench.tracking.ruler import Counters, StageEval
-from esbench.tracking.sequence_loop import SequenceLoop
+from esbench.training.drift import StageStates, record_stage_states
+from esbench.training.ruler import Counters, StageEval
+from esbench.training.sb3_checkpoint import snapshot
+from esbench.training.sb3_progress import Progress
+from esbench.training.sequence_loop import SequenceLoop
 from esbench.utils.layout import Block, ParamLayout
 
 __all__ = ["MetricsCallback", "Progress", "policy_layout", "policy_vector"]
@@ -61,7 +61,7 @@ def policy_layout(model: Any) -> ParamLayout:
 
 class MetricsCallback(BaseCallback):
     """Counts, evaluates, logs and checkpoints one stage of a baseline run (see the module
-    docstring); the :class:`~esbench.tracking.sequence_loop.Learner` of its evaluation points.
+    docstring); the :class:`~esbench.training.learner.Evaluable` of its evaluation points.
 
     Args:
         cfg: The run config.
@@ -135,7 +135,7 @@ class MetricsCallback(BaseCallback):
                 return False  # SB3 stops learn() when a callback returns False
         return True
 
-    # --- the Learner of an evaluation point ------------------------------------------------------
+    # --- the Evaluable of an evaluation point ----------------------------------------------------
     def clock(self) -> None:
         """Bring the wall-clock and CPU counters up to now."""
         self.p.wall_clock_s = self._wall_base + (time.perf_counter() - self._t0)
@@ -161,7 +161,7 @@ class MetricsCallback(BaseCallback):
 
     def record_states(self) -> StageStates:
         """The states the current (deterministic) policy visits on the stage it trains, on the
-        run's first evaluation seeds (:func:`esbench.tracking.drift.record_stage_states`)."""
+        run's first evaluation seeds (:func:`esbench.training.drift.record_stage_states`)."""
         act = deterministic_act(self.model, unwrap_vec_normalize(self.training_env))
         return record_stage_states(
             self.loop.stage.name, self.eval_envs[self.p.stage], act, self.distribution,

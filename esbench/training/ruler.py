@@ -2,10 +2,10 @@
 
 DESIGN.md promise 3 says ES and RL are measured on one ruler; issue #14 part 3 asks that the code
 which builds a metrics row, a summary and the evaluation schedule exist once, so the two families
-cannot drift apart. Both trainers (:mod:`esbench.runtime.es_trainer`, :mod:`esbench.baselines`)
+cannot drift apart. Both trainers (:mod:`esbench.training.es`, :mod:`esbench.baselines`)
 keep only their own hooks: "train on stage k until ..." and "evaluate the current parameters on
 stage j". Everything else they write goes through here, in the order
-:class:`esbench.tracking.sequence_loop.SequenceLoop` uses it:
+:class:`esbench.training.sequence_loop.SequenceLoop` uses it:
 
 * :func:`stage_plan`: the stages a run trains, one after another (a run without a sequence is a
   sequence of one stage, named after its env id; ``sequence.only_stage=k`` keeps stage k alone, a
@@ -22,7 +22,7 @@ stage j". Everything else they write goes through here, in the order
 * Stop at a target (issue #15): a run ends at the first evaluation of the stage it trains at or
   above ``budget.stop_at_return`` (:func:`target_reached`); a sequence of several stages refuses a
   target (:func:`check_stop_at_return_with_sequence`: which stage would it stop?).
-* Drift at every evaluation point (:func:`drift_at_point`, :mod:`esbench.tracking.drift`): of the
+* Drift at every evaluation point (:func:`drift_at_point`, :mod:`esbench.training.drift`): of the
   parameters from the last stage-boundary snapshot, and of the policy on the states each ended
   stage's final policy visited there (recorded when the stage ends: :func:`stage_end_states`).
 * The summary (:func:`summary`), with the stage names, boundaries ``T_k`` and per-stage wall-clock
@@ -47,7 +47,7 @@ from esbench.config.schema import stop_at_return
 from esbench.config.sequence import stage_env_configs
 from esbench.config.validate import register_check
 from esbench.envs import resolved_env_id
-from esbench.tracking.drift import DistributionFn, StageStates, drift_columns, kl_columns
+from esbench.training.drift import DistributionFn, StageStates, drift_columns, kl_columns
 from esbench.utils.io import atomic_write_bytes
 from esbench.utils.layout import ParamLayout
 from esbench.utils.seeding import sha256_array
@@ -282,7 +282,7 @@ def drift_at_point(
     records: Sequence[StageStates],
     distribution: DistributionFn,
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The drift columns of an evaluation point (:mod:`esbench.tracking.drift`), as
+    """The drift columns of an evaluation point (:mod:`esbench.training.drift`), as
     :func:`point_rows` takes them.
 
     Args:
@@ -293,7 +293,7 @@ def drift_at_point(
             own code, with its current observation normalization).
 
     Returns:
-        (``shared``: :data:`~esbench.tracking.drift.DRIFT_COLUMNS`, ``per_stage``: ``policy_kl`` of
+        (``shared``: :data:`~esbench.training.drift.DRIFT_COLUMNS`, ``per_stage``: ``policy_kl`` of
         every recorded stage).
     """
     return drift_columns(params, snapshot), kl_columns(records, distribution)
@@ -306,7 +306,7 @@ def stage_end_states(
     records: Sequence[StageStates],
 ) -> list[StageStates]:
     """``records`` with stage ``stage``'s states added when it ends with a later stage to come
-    (``record`` plays them: :func:`esbench.tracking.drift.record_stage_states`); unchanged
+    (``record`` plays them: :func:`esbench.training.drift.record_stage_states`); unchanged
     otherwise (the last stage: no later point would use them)."""
     if stage + 1 >= len(plan.stages) or any(r.stage == plan.stages[stage].name for r in records):
         return list(records)

@@ -22,14 +22,15 @@ in-process and writes directly.
 Stages (issue #14): :func:`train_process` trains the stages of the run's sequence one after another,
 one SB3 model per stage on that stage's environments, each starting from the previous one's
 parameters (:func:`carry_over`); evaluation points, boundaries, rows and the summary come from
-:class:`esbench.tracking.sequence_loop.SequenceLoop`, as for ES. The stage-boundary snapshots travel
+:class:`esbench.training.sequence_loop.SequenceLoop`, as for ES. The stage-boundary snapshots travel
 back with the summary and the driver writes ``snapshots.npz`` when the run completes.
 
-Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it (digest, and
+Resume: the driver loads ``checkpoint.npz`` (data only: no code in it runs), checks it once for every
+learner (:func:`esbench.training.checkpoint.resume_state`: its kind, its digest, and
 that the snapshot parses), cuts ``metrics.csv`` back to the checkpoint's row count and reads those
 rows into the logger (:meth:`MetricsLogger.resume`), and sends the snapshot to the task, which
 builds the model and environments from the config, overwrites their state with the snapshot's
-(:mod:`esbench.baselines.checkpoint`) and continues; the result is bit-identical to an uninterrupted
+(:mod:`esbench.training.sb3_checkpoint`) and continues; the result is bit-identical to an uninterrupted
 run on the same machine (timing columns aside). A checkpoint that cannot be read stops the run with
 one line naming it (:class:`~esbench.tracking.store.RunFileError`).
 """
@@ -52,29 +53,23 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 # Registers the baselines: a Dask worker running _remote_train imports only this module's chain.
 from esbench.baselines import registry as _registry  # noqa: F401
-from esbench.baselines.callback import MetricsCallback, Progress, policy_layout, policy_vector
-from esbench.baselines.checkpoint import (
-    CHECKPOINT_TYPES,
-    BaselineCheckpoint,
-    SnapshotMismatch,
-    digest,
-    load_snapshot,
-    optimizers,
-    restore,
-)
 from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.config.schema import stop_at_return
 from esbench.envs import make_env
+from esbench.policies.distribution import ActionDist
 from esbench.runtime.cluster import dask_client, in_dask_task
-from esbench.tracking.drift import StageStates, write_stage_states
 from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.ruler import Counters, Stage, StagePlan, stage_plan, write_snapshots
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
-from esbench.tracking.sequence_loop import SequenceLoop
 from esbench.tracking.store import RunStore
+from esbench.training.checkpoint import resume_state, save_checkpoint
+from esbench.training.drift import StageStates, write_stage_states
+from esbench.training.loop import walk_stages
+from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
+from esbench.training.sb3_callback import MetricsCallback, Progress, policy_layout, policy_vector
+from esbench.training.sb3_checkpoint import SB3_STATE, load_snapshot, optimizers, restore
+from esbench.training.sequence_loop import SequenceLoop
 from esbench.utils.layout import ParamLayout
-from esbench.utils.statefile import StateFileError
 
 log = logging.getLogger(__name__)
 
@@ -84,22 +79,12 @@ SnapshotSink = Callable[[bytes], None]
 
 def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train the baseline ``cfg.algo.name`` as ``cfg`` says; returns the summary dict."""
-    blob = None
-    if cfg.resume and store.has_checkpoint:
-        ckpt = store.load_checkpoint(CHECKPOINT_TYPES)
-        if not isinstance(ckpt, BaselineCheckpoint) or not isinstance(ckpt.state, bytes):
-            raise store.checkpoint_error("not a baseline checkpoint")
-        if digest(ckpt.state) != ckpt.digest:
-            raise store.checkpoint_error("its snapshot does not match its digest")
-        try:
-            progress = load_snapshot(ckpt.state).progress  # fail here, in one line, not in the task
-        except (StateFileError, SnapshotMismatch) as e:
-            raise store.checkpoint_error(f"its snapshot: {e}") from None
-        blob = ckpt.state
-        logger.resume(ckpt.n_rows)
+    blob = resume_state(store, logger, SB3_STATE) if cfg.resume else None
+    if blob is not None:
+        progress = load_snapshot(blob).progress
         log.info(
             "resuming %s from its checkpoint (%d rows) at timestep %d, stage %d",
-            store.run_id, ckpt.n_rows, progress.timesteps, progress.stage,
+            store.run_id, len(logger.rows), progress.timesteps, progress.stage,
         )  # fmt: skip
     sink = _DriverSink(store, logger)
     if in_dask_task():
@@ -131,8 +116,7 @@ class _DriverSink:
 
     def snapshot(self, blob: bytes) -> None:
         self.logger.sync()  # the file holds exactly the rows counted (re-sent ones rewritten)
-        ckpt = BaselineCheckpoint(blob, digest(blob), len(self.logger.rows))
-        self.store.save_checkpoint(ckpt, CHECKPOINT_TYPES)
+        save_checkpoint(self.store, SB3_STATE, blob, len(self.logger.rows))
 
 
 def _train_on_cluster(client: Any, cfg: DictConfig, blob: bytes | None, sink: _DriverSink) -> dict[str, Any]:
@@ -186,7 +170,7 @@ class Snapshots:
     stages: list[str]
     boundaries: list[int]
     layout: ParamLayout
-    states: list[StageStates]  # for stage_states.npz (esbench.tracking.drift)
+    states: list[StageStates]  # for stage_states.npz (esbench.training.drift)
 
 
 def stage_config(cfg: DictConfig, stage: Stage) -> DictConfig:
@@ -235,17 +219,17 @@ def train_process(
 ) -> dict[str, Any]:
     """Train in this process (from ``blob``, a snapshot, when given) and return the summary.
 
-    Stage after stage of the run's plan (:func:`esbench.tracking.ruler.stage_plan`): an
-    evaluation point at timestep 0, then ``learn`` for the stage's budget with the metrics
-    callback taking the points in between, a point at the end of the stage, and a new model for
-    the next stage that starts from this one's parameters (:func:`carry_over`); a snapshot is
-    emitted at every boundary, so a run killed in stage k resumes inside stage k.
+    Stage after stage of the run's plan (:func:`esbench.training.ruler.stage_plan`), walked by
+    :func:`esbench.training.loop.walk_stages` with an :class:`SB3Learner`: an evaluation point at
+    timestep 0, then ``learn`` for the stage's budget with the metrics callback taking the points
+    in between, a point at the end of the stage, and a new model for the next stage that starts
+    from this one's parameters (:func:`carry_over`); a snapshot is emitted at every boundary, so a
+    run killed in stage k resumes inside stage k.
     """
     torch.set_num_threads(int(cfg.torch_threads))
     plan = stage_plan(cfg)
     hp = resolve_hparams(cfg)
     interval, every = int(cfg.eval.interval_timesteps), int(cfg.checkpoint_every)
-    restored = blob is not None
     first = load_snapshot(blob).progress.stage if blob is not None else 0
     model, venv = build_stage(cfg, hp, plan.stages[first])
     if blob is not None:
@@ -256,38 +240,14 @@ def train_process(
         progress.snapshots = [policy_vector(model)]
     loop = SequenceLoop(plan, progress, interval, stop_at_return(cfg))
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
-
-    def callback() -> MetricsCallback:
-        cb = MetricsCallback(cfg, loop, eval_envs, emit_row, emit_snapshot)
-        cb.init_callback(model)
-        return cb
-
+    learner = SB3Learner(
+        cfg, hp, loop, model, venv, eval_envs, emit_row, emit_snapshot, restored=blob is not None
+    )
     try:
-        while not progress.finished:
-            cb = callback()
-            if loop.needs_first_point:  # timestep 0: the untrained policy (issue #15)
-                cb.evaluation_point()
-            if loop.running:
-                remaining = loop.stage.timesteps - model.num_timesteps
-                if remaining > 0:
-                    model.learn(remaining, callback=cb, reset_num_timesteps=not restored)
-                if loop.running:
-                    cb.evaluation_point(stage_end=True)  # the stage's end: its final parameters
-            restored = False
-            cb.clock()
-            if not loop.end_stage(policy_vector(model)):
-                cb.checkpoint()
-                break
-            progress.episode_raw = []
-            new_model, new_venv = build_stage(cfg, hp, loop.stage)
-            carry_over(model, new_model, plan)
-            venv.close()
-            model, venv = new_model, new_venv
-            callback().checkpoint()  # resume from here: the next stage's model, before any step
+        walk_stages(loop, learner)
     finally:
-        for env in eval_envs:
-            env.close()
-        venv.close()
+        learner.close()
+    model = learner.model
     counters = Counters(
         progress.points, progress.timesteps, progress.frames, progress.episodes, progress.wall_clock_s,
         progress.cpu_s, progress.eval_timesteps, 1,
@@ -300,3 +260,103 @@ def train_process(
             progress.snapshots, plan.names, progress.boundaries, policy_layout(model), progress.stage_states
         ),
     }
+
+
+class SB3Learner:
+    """The SB3 :class:`~esbench.training.learner.Learner`: one model per stage, trained by SB3's
+    ``learn`` with a :class:`~esbench.training.sb3_callback.MetricsCallback` that counts, takes
+    the points inside a stage and emits snapshots between rollouts.
+
+    Args:
+        cfg: The run config.
+        hp: The resolved hyperparameters (:func:`~esbench.baselines.configs.resolve_hparams`).
+        loop: The run's sequence loop; its progress is a :class:`Progress`.
+        model: The current stage's model (restored from a snapshot when resuming).
+        venv: Its training environments.
+        eval_envs: One evaluation env per stage of the plan.
+        emit_row: Receives each finished row.
+        emit_snapshot: Receives each snapshot (bytes).
+        restored: The model was restored from a snapshot (its first ``learn`` continues the count).
+    """
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        hp: dict[str, Any],
+        loop: SequenceLoop,
+        model: BaseAlgorithm,
+        venv: VecEnv,
+        eval_envs: list[Any],
+        emit_row: RowSink,
+        emit_snapshot: SnapshotSink,
+        restored: bool,
+    ) -> None:
+        assert isinstance(loop.p, Progress)
+        self.cfg, self.hp, self.loop, self.p = cfg, hp, loop, loop.p
+        self.model, self.venv, self.eval_envs = model, venv, eval_envs
+        self.emit_row, self.emit_snapshot = emit_row, emit_snapshot
+        self.restored = restored
+        self.cb = self._callback()
+
+    def _callback(self) -> MetricsCallback:
+        cb = MetricsCallback(self.cfg, self.loop, self.eval_envs, self.emit_row, self.emit_snapshot)
+        cb.init_callback(self.model)
+        return cb
+
+    # --- the walk ---------------------------------------------------------------------------------
+    def first_point(self) -> None:
+        """The point at timestep 0: the untrained policy."""
+        self.cb.evaluation_point()
+        self.cb.clock()
+
+    def train_stage(self) -> None:
+        """``learn`` for what remains of the stage's budget (the callback takes the points and
+        stops early at the target), then the point that ends the stage, with the parameters its
+        last update left."""
+        remaining = self.loop.stage.timesteps - self.model.num_timesteps
+        if remaining > 0:
+            self.model.learn(remaining, callback=self.cb, reset_num_timesteps=not self.restored)
+        self.restored = False
+        if self.loop.running:
+            self.cb.evaluation_point(stage_end=True)
+        self.cb.clock()
+
+    def on_stage_end(self) -> None:
+        """Nothing: the snapshots travel back with the summary (the driver writes them)."""
+
+    def on_stage_begin(self, stage: Stage) -> None:
+        """A fresh model on the new stage's environments, starting where the last one ended
+        (:func:`carry_over`)."""
+        self.p.episode_raw = []
+        model, venv = build_stage(self.cfg, self.hp, stage)
+        carry_over(self.model, model, self.loop.plan)
+        self.venv.close()
+        self.model, self.venv = model, venv
+        self.cb = self._callback()
+
+    def checkpoint(self) -> None:
+        """Emit a snapshot of the model, its environments, the RNGs and the counters."""
+        self.cb.checkpoint()
+
+    def close(self) -> None:
+        """Close the evaluation and training environments."""
+        for env in self.eval_envs:
+            env.close()
+        self.venv.close()
+
+    # --- an evaluation point ----------------------------------------------------------------------
+    def evaluate_stage(self, j: int) -> StageEval:
+        """The current policy on stage ``j`` (:meth:`MetricsCallback.evaluate_stage`)."""
+        return self.cb.evaluate_stage(j)
+
+    def record_states(self) -> StageStates:
+        """The states the current policy visits on its stage (:meth:`MetricsCallback.record_states`)."""
+        return self.cb.record_states()
+
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        """The current policy's action distributions (:meth:`MetricsCallback.distribution`)."""
+        return self.cb.distribution(states)
+
+    def params(self) -> np.ndarray:
+        """The policy's parameters (:func:`policy_vector`)."""
+        return policy_vector(self.model)

@@ -55,9 +55,10 @@ from stable_baselines3.common.buffers import BaseBuffer
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from esbench.baselines.progress import Progress
 from esbench.policies.distribution import ActionDist
-from esbench.tracking.drift import StageStates
+from esbench.training.checkpoint import StateKind
+from esbench.training.drift import StageStates
+from esbench.training.sb3_progress import Progress
 from esbench.utils import statefile
 
 #: Objects whose state is restored in place, attribute by attribute, into the rebuilt object.
@@ -67,20 +68,6 @@ _BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
     c.__name__: c
     for c in (np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937, np.random.Philox, np.random.SFC64)
 }
-
-
-@dataclass
-class BaselineCheckpoint:
-    """What the results store keeps: the snapshot bytes (a state file), their digest, and how many
-    rows ``metrics.csv`` held when it was taken (a resumed run cuts the file back to them)."""
-
-    state: bytes
-    digest: str
-    n_rows: int
-
-
-#: The dataclasses a baseline checkpoint file may hold (its snapshot is a state file of its own).
-CHECKPOINT_TYPES: tuple[type, ...] = (BaselineCheckpoint,)
 
 
 @dataclass(frozen=True)
@@ -280,6 +267,21 @@ def load_snapshot(blob: bytes) -> Snapshot:
     if not isinstance(snap, Snapshot) or not isinstance(snap.progress, Progress):
         raise SnapshotMismatch("not a baseline snapshot")
     return snap
+
+
+def _check_snapshot(blob: bytes) -> None:
+    """A checkpoint's snapshot parses as a baseline snapshot (checked on the driver, in one line,
+    before the task starts)."""
+    load_snapshot(blob)
+
+
+#: A baseline checkpoint's state for the resume checks (:mod:`esbench.training.checkpoint`): the
+#: snapshot's bytes, a state file of its own, so the checkpoint file holds only the envelope.
+SB3_STATE = StateKind(
+    name="a baseline", state_type=bytes, types=(), digest=digest, word="snapshot", check=_check_snapshot
+)
+#: The dataclasses a baseline checkpoint file may hold.
+CHECKPOINT_TYPES: tuple[type, ...] = SB3_STATE.file_types
 
 
 def restore(blob: bytes, model: BaseAlgorithm) -> Any:
