@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from distributed import Client
 
 from esbench.runtime.es_trainer import CHECKPOINT_TYPES
 from esbench.tracking.store import code_revision, environment_record, pinned_code_revision
@@ -201,7 +202,14 @@ def dask_processes(tmp_path: Path):
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
     ]  # fmt: skip
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60
+    while True:  # the scheduler accepts connections: then workers can join
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert procs[0].poll() is None and time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.05)
     for i in range(2):
         procs.append(
             subprocess.Popen(
@@ -225,6 +233,8 @@ def dask_processes(tmp_path: Path):
             )
         )
     try:
+        with Client(address, timeout=60) as client:  # both workers joined before any test uses them
+            client.wait_for_workers(2, timeout=60)
         yield address
     finally:
         for p in reversed(procs):

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -344,7 +344,13 @@ def test_worker_added_mid_run_gets_a_snapshot_and_changes_nothing(
     try:
         # past the sync history (4 generations): the newcomer cannot replay from generation 0
         _wait_for("six generations", lambda: _rows(root) >= 8)
-        cluster.add_worker("w1")
+        # The driver is paused while the worker starts and joins (however long that takes on a
+        # loaded machine), so the run cannot end before the newcomer is there to take work.
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            cluster.add_worker("w1")  # returns once the scheduler has both workers
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
         _finish(proc)
     finally:
         if proc.poll() is None:
@@ -408,27 +414,63 @@ def test_sweep_on_the_dask_launcher_loses_no_job_when_a_worker_dies(
 # --- cluster=processes: the scheduler path on one machine ------------------------------------------
 
 
-def _dask_processes_alive() -> list[str]:
-    """Command lines of `dask scheduler`/`dask worker` processes started through `python -m`."""
+def _watch_descendants(proc: subprocess.Popen[bytes]) -> tuple[dict[int, Any], dict[int, set[str]]]:
+    """Until ``proc`` exits: its descendants (pid -> psutil.Process, which remembers its start time)
+    and the IPs each listens on. Only processes this test started are looked at: the dask processes
+    ``cluster=processes`` starts are the CLI's children, even in their own sessions."""
     import psutil
 
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "distributed.cli.dask_" in cmd and "esbench-dask-" in cmd:
-            out.append(cmd)
-    return out
+    seen: dict[int, psutil.Process] = {}
+    listening: dict[int, set[str]] = {}
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            children = root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            break
+        for child in children:
+            try:
+                socks = {c.laddr.ip for c in child.net_connections("inet") if c.status == psutil.CONN_LISTEN}
+                seen.setdefault(child.pid, child)
+                listening.setdefault(child.pid, set()).update(socks)
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(0.05)
+    return seen, listening
 
 
-def test_processes_cluster_matches_local_and_stops_its_processes(tmp_path: Path) -> None:
+def test_processes_cluster_matches_local_listens_on_loopback_and_stops_its_processes(tmp_path: Path) -> None:
+    """``cluster=processes``: the same numbers as the embedded cluster; its scheduler, nannies and
+    workers listen on 127.0.0.1 only; none of them outlives the run."""
+    import psutil
+
     run = ["env=inverted_pendulum", "budget=smoke", *SMALL, "budget.timesteps=6000"]
     esbench("run", *run, "cluster.n_workers=2", f"results_dir={tmp_path / 'local'}")
-    esbench("run", *run, "cluster=processes", "cluster.n_workers=3", f"results_dir={tmp_path / 'procs'}")
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as err:  # a file, not a pipe: nobody reads a pipe while the run is watched
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "esbench.cli", "run", *run, "cluster=processes", "cluster.n_workers=3",
+             "cluster.dashboard=false", f"results_dir={tmp_path / 'procs'}"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )  # fmt: skip
+        try:
+            seen, listening = _watch_descendants(proc)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, log.read_text()[-3000:]
     local, procs = read_run(only_run_dir(tmp_path / "local")), read_run(only_run_dir(tmp_path / "procs"))
     pd.testing.assert_frame_equal(local[0], procs[0])
     assert local[1]["params_sha256"] == procs[1]["params_sha256"]
     assert procs[1]["workers"] == 3
-    assert not _dask_processes_alive(), "a scheduler or worker outlived its run"
+
+    servers = {pid: ips for pid, ips in listening.items() if ips}
+    assert len(servers) >= 4, servers  # the scheduler and three workers (with their nannies) were seen
+    for pid, ips in servers.items():
+        assert all(ip == "127.0.0.1" for ip in ips), f"pid {pid} listens on {sorted(ips)}"
+    alive = [p.pid for p in seen.values() if p.is_running()]  # is_running compares the start time too
+    assert not alive, f"processes of the run outlived it: {alive}"
 
 
 @pytest.mark.slow

@@ -1,0 +1,164 @@
+"""Resumed means resumed: every algorithm, a sweep and a sequence, killed from outside and run again.
+
+Each test starts a real run through the CLI, SIGKILLs its process group once a checkpoint covers a
+few rows, runs the same command again and checks with :func:`tests.resume_check.assert_resumed`
+that the rows the checkpoint covered are byte-for-byte what the killed run wrote (timing columns
+included), that the rest follow, and (where a reference is cheap) that the results equal an
+uninterrupted run's. A run that silently restarted from scratch fails that check: the first test
+proves it by deleting the checkpoint before the second run.
+
+The algorithm lists come from the registry, so a new variant or baseline inherits these tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from esbench.config.registry import algorithms
+from tests.conftest import SMALL, esbench, only_run_dir, read_run
+from tests.resume_check import (
+    assert_resumed,
+    capture,
+    checkpoint_rows,
+    kill_after_checkpoint,
+    kill_when,
+    run_dirs,
+)
+
+ES_KEYS = sorted(algorithms("es"))
+RL_KEYS = sorted(algorithms("rl"))
+
+#: A single ES run that lasts long enough to be killed part-way (~7 generations of CartPole).
+ES_RUN = [
+    "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=12000", "eval.interval_timesteps=4000",
+    "eval.episodes=2", "checkpoint_every=1", "cluster.n_workers=1",
+]  # fmt: skip
+#: Per baseline: small rollouts, so checkpoints (one per rollout/evaluation) come often.
+RL_RUN = ["env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1"]
+RL_ARGS = {
+    "a2c": ["budget.timesteps=6000", "eval.interval_timesteps=500"],
+    "dqn": ["budget.timesteps=6000", "eval.interval_timesteps=500"],
+    "ppo": ["budget.timesteps=6000", "eval.interval_timesteps=512", "algo.n_steps=256"],
+    "trpo": ["budget.timesteps=6000", "eval.interval_timesteps=512", "algo.n_steps=256"],
+}
+
+
+def _assert_same_results(reference: Path, resumed: Path) -> None:
+    """Every non-timing column and the final parameters equal the uninterrupted run's."""
+    (m1, s1), (m2, s2) = read_run(reference), read_run(resumed)
+    pd.testing.assert_frame_equal(m1, m2)
+    assert s1["params_sha256"] == s2["params_sha256"]
+    assert s1["resumed_from"] == [] and len(s2["resumed_from"]) == 1
+
+
+def test_a_run_restarted_from_scratch_fails_the_resume_check(tmp_path: Path) -> None:
+    """The check is not vacuous: the same killed run, completed once by resuming and once after its
+    checkpoint was deleted (so it starts over), passes in the first case and fails in the second."""
+    killed = kill_after_checkpoint(["algo=openai_es", *ES_RUN], tmp_path / "a", rows=3)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    restarted = capture(only_run_dir(tmp_path / "b"))
+    (restarted.run_dir / "checkpoint.npz").unlink()
+
+    esbench("run", "algo=openai_es", *ES_RUN, f"results_dir={tmp_path / 'a'}")
+    assert_resumed(killed)
+    esbench("run", "algo=openai_es", *ES_RUN, f"results_dir={tmp_path / 'b'}")
+    with pytest.raises(AssertionError, match="restarted instead of resuming"):
+        assert_resumed(restarted)
+    # Deterministic either way: only the timing columns tell the two apart.
+    pd.testing.assert_frame_equal(read_run(killed.run_dir)[0], read_run(restarted.run_dir)[0])
+
+
+@pytest.mark.parametrize("algo", ES_KEYS)
+def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
+    """Killed on 1 worker, resumed on 2: the covered rows untouched, the end as an uninterrupted run."""
+    args = [f"algo={algo}", *ES_RUN]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=3)
+    again = esbench("run", *args[:-1], "cluster.n_workers=2", f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    assert re.search(r"resuming \S+ from generation [1-9]", again.stderr), again.stderr[-2000:]
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+
+
+@pytest.mark.parametrize("algo", RL_KEYS)
+def test_every_rl_baseline_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
+    args = [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=3)
+    esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+
+
+SWEEP = [
+    "-m", "hydra/launcher=dask", "algo=openai_es", "env=cartpole", "budget=smoke", *SMALL,
+    "cluster.n_workers=1", "hydra.launcher.max_concurrent=1", "budget.timesteps=12000",
+    "eval.interval_timesteps=5000", "eval.episodes=2", "checkpoint_every=1", "seed=0,1,2",
+    "experiment=sweep",
+]  # fmt: skip
+
+
+def test_a_killed_sweep_skips_finished_jobs_and_resumes_the_killed_one(tmp_path: Path) -> None:
+    """The sweep's driver, its cluster and workers SIGKILLed once one job is complete and another
+    has a checkpoint; the same command again skips the complete job (its files untouched) and
+    resumes the other (its covered rows untouched)."""
+    root = tmp_path / "sweep"
+
+    def one_done_one_midway() -> bool:
+        dirs = run_dirs(root)
+        done = [d for d in dirs if (d / "summary.json").exists()]
+        midway = [d for d in dirs if not (d / "summary.json").exists() and checkpoint_rows(d) >= 3]
+        return bool(done and midway)
+
+    kill_when(SWEEP, root, one_done_one_midway, "one job complete and another checkpointed")
+    dirs = run_dirs(root)
+    done = {d: (d / "summary.json").read_bytes() for d in dirs if (d / "summary.json").exists()}
+    frozen = {d: (d / "metrics.csv").read_bytes() for d in done}
+    killed = [capture(d) for d in dirs if d not in done and checkpoint_rows(d) > 0]
+    assert done and killed
+
+    again = esbench("run", *SWEEP, f"results_dir={root}", timeout=600)
+    out = again.stdout + again.stderr
+    assert out.count("job skipped") == len(done), out[-3000:]
+    for d, summary in done.items():  # not recomputed
+        assert (d / "summary.json").read_bytes() == summary
+        assert (d / "metrics.csv").read_bytes() == frozen[d]
+    for k in killed:
+        assert_resumed(k)
+    assert len(run_dirs(root)) == 3 and all((d / "summary.json").exists() for d in run_dirs(root))
+
+
+SEQ_ES = [
+    "algo=openai_es", "sequence=cartpole_pair", "eval.episodes=2", *SMALL, "sequence.stage_timesteps=8000",
+    "eval.interval_timesteps=4000", "checkpoint_every=1", "cluster.n_workers=1",
+]  # fmt: skip
+
+
+def test_a_sequence_killed_inside_stage_2_resumes_inside_it(tmp_path: Path) -> None:
+    """Killed once a checkpoint covers a row of stage 2's training: the second run resumes inside
+    stage 2 (its covered rows, stage 1's among them, untouched) and ends as an uninterrupted run."""
+    root = tmp_path / "killed"
+
+    def stage_2_checkpointed() -> bool:
+        dirs = run_dirs(root)
+        if not dirs:
+            return False
+        rows = checkpoint_rows(dirs[0])
+        if not rows:
+            return False
+        header, *lines = (dirs[0] / "metrics.csv").read_text().splitlines()[: rows + 1]
+        train_task = header.split(",").index("train_task")
+        return any(line.split(",")[train_task] == "long_pole" for line in lines)
+
+    kill_when(SEQ_ES, root, stage_2_checkpointed, "a checkpoint inside stage 2")
+    killed = capture(only_run_dir(root))
+    again = esbench("run", *SEQ_ES, f"results_dir={root}")
+    assert re.search(r"resuming \S+ from generation \d+ \(stage 1\)", again.stderr), again.stderr[-2000:]
+    assert_resumed(killed)
+    esbench("run", *SEQ_ES, f"results_dir={tmp_path / 'straight'}")
+    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
