@@ -63,7 +63,9 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(POLL_S)
 
 
-def kill_when(args: list[str], root: Path, ready: Callable[[], bool], what: str, timeout: float = 240) -> None:
+def kill_when(
+    args: list[str], root: Path, ready: Callable[[], bool], what: str, timeout: float = 240
+) -> None:
     """Start ``esbench run *args results_dir=root`` in its own process group, wait until ``ready()``,
     then SIGKILL the whole group (the driver, its Dask scheduler and workers) from outside."""
     proc = subprocess.Popen(

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,7 @@ from esbench.runtime.wire import WireStats, payload_bytes
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec, evaluate_chunk
 from esbench.strategies.base import Population
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+from tests.process_watch import watch
 
 # Generations of ~0.8 s of work (40 episodes, 20 ms of sleep at each reset), long enough to act in.
 SLOW = [
@@ -414,36 +415,10 @@ def test_sweep_on_the_dask_launcher_loses_no_job_when_a_worker_dies(
 # --- cluster=processes: the scheduler path on one machine ------------------------------------------
 
 
-def _watch_descendants(proc: subprocess.Popen[bytes]) -> tuple[dict[int, Any], dict[int, set[str]]]:
-    """Until ``proc`` exits: its descendants (pid -> psutil.Process, which remembers its start time)
-    and the IPs each listens on. Only processes this test started are looked at: the dask processes
-    ``cluster=processes`` starts are the CLI's children, even in their own sessions."""
-    import psutil
-
-    seen: dict[int, psutil.Process] = {}
-    listening: dict[int, set[str]] = {}
-    root = psutil.Process(proc.pid)
-    while proc.poll() is None:
-        try:
-            children = root.children(recursive=True)
-        except psutil.NoSuchProcess:
-            break
-        for child in children:
-            try:
-                socks = {c.laddr.ip for c in child.net_connections("inet") if c.status == psutil.CONN_LISTEN}
-                seen.setdefault(child.pid, child)
-                listening.setdefault(child.pid, set()).update(socks)
-            except psutil.NoSuchProcess:
-                continue
-        time.sleep(0.05)
-    return seen, listening
-
-
 def test_processes_cluster_matches_local_listens_on_loopback_and_stops_its_processes(tmp_path: Path) -> None:
     """``cluster=processes``: the same numbers as the embedded cluster; its scheduler, nannies and
-    workers listen on 127.0.0.1 only; none of them outlives the run."""
-    import psutil
-
+    workers listen on 127.0.0.1 only; none of them outlives the run. Only the processes of this run
+    are looked at (the CLI's descendants, though the dask processes start sessions of their own)."""
     run = ["env=inverted_pendulum", "budget=smoke", *SMALL, "budget.timesteps=6000"]
     esbench("run", *run, "cluster.n_workers=2", f"results_dir={tmp_path / 'local'}")
     log = tmp_path / "stderr.txt"
@@ -454,7 +429,7 @@ def test_processes_cluster_matches_local_listens_on_loopback_and_stops_its_proce
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
         )  # fmt: skip
         try:
-            seen, listening = _watch_descendants(proc)
+            seen = watch(proc)
             proc.wait(timeout=300)
         finally:
             if proc.poll() is None:
@@ -465,12 +440,11 @@ def test_processes_cluster_matches_local_listens_on_loopback_and_stops_its_proce
     assert local[1]["params_sha256"] == procs[1]["params_sha256"]
     assert procs[1]["workers"] == 3
 
-    servers = {pid: ips for pid, ips in listening.items() if ips}
+    servers = seen.servers()
     assert len(servers) >= 4, servers  # the scheduler and three workers (with their nannies) were seen
     for pid, ips in servers.items():
-        assert all(ip == "127.0.0.1" for ip in ips), f"pid {pid} listens on {sorted(ips)}"
-    alive = [p.pid for p in seen.values() if p.is_running()]  # is_running compares the start time too
-    assert not alive, f"processes of the run outlived it: {alive}"
+        assert ips == {"127.0.0.1"}, f"pid {pid} listens on {sorted(ips)}"
+    assert not seen.survivors(), f"processes of the run outlived it: {seen.survivors()}"
 
 
 @pytest.mark.slow
