@@ -46,6 +46,11 @@ RL_ARGS = {
     "ppo": ["budget.timesteps=6000", "eval.interval_timesteps=512", "algo.n_steps=256"],
     "trpo": ["budget.timesteps=6000", "eval.interval_timesteps=512", "algo.n_steps=256"],
 }
+#: PPO on MuJoCo: MjData and VecNormalize statistics come back too (slow suite).
+PPO_PENDULUM = [
+    "algo=ppo", "env=inverted_pendulum", "budget=smoke", "tracker=none", "tracker.console=false",
+    "checkpoint_every=1", "budget.timesteps=10240", "eval.interval_timesteps=1024", "algo.n_steps=512",
+]  # fmt: skip
 
 
 def _assert_same_results(reference: Path, resumed: Path) -> None:
@@ -85,9 +90,11 @@ def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path)
     _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
 
 
-@pytest.mark.parametrize("algo", RL_KEYS)
+@pytest.mark.parametrize("algo", [*RL_KEYS, pytest.param("ppo-inverted_pendulum", marks=pytest.mark.slow)])
 def test_every_rl_baseline_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
-    args = [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
+    """Model, optimizer, replay or rollout buffer, environments and random streams all come back:
+    the covered rows untouched, the end bit-identical to an uninterrupted run."""
+    args = PPO_PENDULUM if algo == "ppo-inverted_pendulum" else [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
     killed = kill_after_checkpoint(args, tmp_path / "killed", rows=3)
     esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)
@@ -133,32 +140,42 @@ def test_a_killed_sweep_skips_finished_jobs_and_resumes_the_killed_one(tmp_path:
     assert len(run_dirs(root)) == 3 and all((d / "summary.json").exists() for d in run_dirs(root))
 
 
-SEQ_ES = [
-    "algo=openai_es", "sequence=cartpole_pair", "eval.episodes=2", *SMALL, "sequence.stage_timesteps=8000",
-    "eval.interval_timesteps=4000", "checkpoint_every=1", "cluster.n_workers=1",
-]  # fmt: skip
+SEQUENCES = {
+    "es": [
+        "algo=openai_es", "sequence=cartpole_pair", "eval.episodes=2", *SMALL,
+        "sequence.stage_timesteps=8000", "eval.interval_timesteps=4000", "checkpoint_every=1",
+        "cluster.n_workers=1",
+    ],
+    "rl": [
+        "algo=a2c", "sequence=cartpole_pair", "eval.episodes=2", "tracker=none", "tracker.console=false",
+        "sequence.stage_timesteps=6000", "eval.interval_timesteps=1000", "checkpoint_every=1",
+    ],
+}  # fmt: skip
 
 
-def test_a_sequence_killed_inside_stage_2_resumes_inside_it(tmp_path: Path) -> None:
+def _stage_2_checkpointed(root: Path) -> bool:
+    """Whether the run's checkpoint covers a row of its second stage's training."""
+    dirs = run_dirs(root)
+    rows = checkpoint_rows(dirs[0]) if dirs else 0
+    if not rows:
+        return False
+    header, *lines = (dirs[0] / "metrics.csv").read_text().splitlines()[: rows + 1]
+    train_task = header.split(",").index("train_task")
+    return any(line.split(",")[train_task] == "long_pole" for line in lines)
+
+
+@pytest.mark.parametrize("family", ["es", pytest.param("rl", marks=pytest.mark.slow)])
+def test_a_sequence_killed_inside_stage_2_resumes_inside_it(family: str, tmp_path: Path) -> None:
     """Killed once a checkpoint covers a row of stage 2's training: the second run resumes inside
-    stage 2 (its covered rows, stage 1's among them, untouched) and ends as an uninterrupted run."""
-    root = tmp_path / "killed"
-
-    def stage_2_checkpointed() -> bool:
-        dirs = run_dirs(root)
-        if not dirs:
-            return False
-        rows = checkpoint_rows(dirs[0])
-        if not rows:
-            return False
-        header, *lines = (dirs[0] / "metrics.csv").read_text().splitlines()[: rows + 1]
-        train_task = header.split(",").index("train_task")
-        return any(line.split(",")[train_task] == "long_pole" for line in lines)
-
-    kill_when(SEQ_ES, root, stage_2_checkpointed, "a checkpoint inside stage 2")
+    stage 2 (its covered rows, stage 1's among them, untouched) and ends as an uninterrupted run,
+    stage-boundary snapshots included."""
+    args, root = SEQUENCES[family], tmp_path / "killed"
+    kill_when(args, root, lambda: _stage_2_checkpointed(root), "a checkpoint inside stage 2")
     killed = capture(only_run_dir(root))
-    again = esbench("run", *SEQ_ES, f"results_dir={root}")
-    assert re.search(r"resuming \S+ from generation \d+ \(stage 1\)", again.stderr), again.stderr[-2000:]
+    again = esbench("run", *args, f"results_dir={root}")
+    assert re.search(r"resuming \S+ from .*stage 1", again.stderr), again.stderr[-2000:]
     assert_resumed(killed)
-    esbench("run", *SEQ_ES, f"results_dir={tmp_path / 'straight'}")
-    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    straight = only_run_dir(tmp_path / "straight")
+    _assert_same_results(straight, killed.run_dir)
+    assert (straight / "snapshots.npz").read_bytes() == (killed.run_dir / "snapshots.npz").read_bytes()
