@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,30 +69,29 @@ def kill_when(
 ) -> None:
     """Start ``esbench run *args results_dir=root`` in its own process group, wait until ``ready()``,
     then SIGKILL the whole group (the driver, its Dask scheduler and workers) from outside."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "esbench.cli", "run", *args, "cluster.dashboard=false", f"results_dir={root}"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group: the kill takes its Dask workers too
-    )
-    try:
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: nobody reads while waiting
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "esbench.cli", "run", *args, "cluster.dashboard=false",
+             f"results_dir={root}"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
+            start_new_session=True,  # its own process group: the kill takes its Dask workers too
+        )  # fmt: skip
+        try:
 
-        def ready_or_gone() -> bool:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                raise AssertionError(f"the run ended ({proc.returncode}) before {what}:\n{err[-3000:]}")
-            return ready()
+            def ready_or_gone() -> bool:
+                if proc.poll() is not None:
+                    err.seek(0)
+                    tail = err.read().decode(errors="replace")[-3000:]
+                    raise AssertionError(f"the run ended ({proc.returncode}) before {what}:\n{tail}")
+                return ready()
 
-        wait_for(ready_or_gone, timeout, what)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
+            wait_for(ready_or_gone, timeout, what)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
-        if proc.stderr:
-            proc.stderr.close()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
 
 
 @dataclass(frozen=True)

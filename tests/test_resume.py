@@ -33,18 +33,22 @@ from tests.resume_check import (
 ES_KEYS = sorted(algorithms("es"))
 RL_KEYS = sorted(algorithms("rl"))
 
-#: A single ES run that lasts long enough to be killed part-way (~7 generations of CartPole).
+#: A single ES run that lasts long enough to be killed part-way (~5 generations of CartPole).
 ES_RUN = [
-    "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=12000", "eval.interval_timesteps=4000",
+    "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=8000", "eval.interval_timesteps=4000",
     "eval.episodes=2", "checkpoint_every=1", "cluster.n_workers=1",
 ]  # fmt: skip
-#: Per baseline: small rollouts, so checkpoints (one per rollout/evaluation) come often.
-RL_RUN = ["env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1"]
+#: Per baseline: 4 evaluation rows after the one at timestep 0, a checkpoint at each; small
+#: rollouts, and for DQN a small replay buffer and few gradient steps, so each run takes seconds.
+RL_RUN = [
+    "env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1",
+    "budget.timesteps=4000", "eval.interval_timesteps=1000", "eval.episodes=2",
+]  # fmt: skip
 RL_ARGS = {
-    "a2c": ["budget.timesteps=6000", "eval.interval_timesteps=500"],
-    "dqn": ["budget.timesteps=6000", "eval.interval_timesteps=500"],
-    "ppo": ["budget.timesteps=6000", "eval.interval_timesteps=512", "algo.n_steps=256"],
-    "trpo": ["budget.timesteps=6000", "eval.interval_timesteps=512", "algo.n_steps=256"],
+    "a2c": [],
+    "dqn": ["algo.buffer_size=5000", "algo.learning_starts=500", "algo.gradient_steps=16"],
+    "ppo": ["algo.n_steps=256"],
+    "trpo": ["algo.n_steps=256"],
 }
 #: PPO on MuJoCo: MjData and VecNormalize statistics come back too (slow suite).
 PPO_PENDULUM = [
@@ -64,7 +68,7 @@ def _assert_same_results(reference: Path, resumed: Path) -> None:
 def test_a_run_restarted_from_scratch_fails_the_resume_check(tmp_path: Path) -> None:
     """The check is not vacuous: the same killed run, completed once by resuming and once after its
     checkpoint was deleted (so it starts over), passes in the first case and fails in the second."""
-    killed = kill_after_checkpoint(["algo=openai_es", *ES_RUN], tmp_path / "a", rows=3)
+    killed = kill_after_checkpoint(["algo=openai_es", *ES_RUN], tmp_path / "a", rows=2)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     restarted = capture(only_run_dir(tmp_path / "b"))
     (restarted.run_dir / "checkpoint.npz").unlink()
@@ -82,7 +86,7 @@ def test_a_run_restarted_from_scratch_fails_the_resume_check(tmp_path: Path) -> 
 def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
     """Killed on 1 worker, resumed on 2: the covered rows untouched, the end as an uninterrupted run."""
     args = [f"algo={algo}", *ES_RUN]
-    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=3)
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
     again = esbench("run", *args[:-1], "cluster.n_workers=2", f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)
     assert re.search(r"resuming \S+ from generation [1-9]", again.stderr), again.stderr[-2000:]
@@ -95,7 +99,7 @@ def test_every_rl_baseline_resumes_where_it_was_killed(algo: str, tmp_path: Path
     """Model, optimizer, replay or rollout buffer, environments and random streams all come back:
     the covered rows untouched, the end bit-identical to an uninterrupted run."""
     args = PPO_PENDULUM if algo == "ppo-inverted_pendulum" else [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
-    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=3)
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
     esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)
     esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
