@@ -26,6 +26,17 @@ class Watched:
         """pid -> IPs of the processes that listened on anything."""
         return {pid: ips for pid, ips in self.listening.items() if ips}
 
+    def describe(self, pid: int) -> str:
+        """``pid (command line)`` of a watched process, for failure messages."""
+        try:
+            return f"{pid} ({' '.join(self.processes[pid].cmdline())[:300]})"
+        except (psutil.NoSuchProcess, KeyError):
+            return str(pid)
+
+    def off_loopback(self) -> dict[str, set[str]]:
+        """Watched processes that listened on an address other than 127.0.0.1 (described)."""
+        return {self.describe(pid): ips for pid, ips in self.listening.items() if ips - {"127.0.0.1"}}
+
     def survivors(self) -> list[int]:
         """Pids of watched processes still running (``is_running`` compares start times, so a
         reused pid does not count)."""

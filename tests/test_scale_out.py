@@ -442,8 +442,7 @@ def test_processes_cluster_matches_local_listens_on_loopback_and_stops_its_proce
 
     servers = seen.servers()
     assert len(servers) >= 4, servers  # the scheduler and three workers (with their nannies) were seen
-    for pid, ips in servers.items():
-        assert ips == {"127.0.0.1"}, f"pid {pid} listens on {sorted(ips)}"
+    assert not seen.off_loopback(), seen.off_loopback()
     assert not seen.survivors(), f"processes of the run outlived it: {seen.survivors()}"
 
 

@@ -153,8 +153,7 @@ def test_run_on_slurm_jobs_matches_the_embedded_cluster(tmp_path: Path, fake_slu
     assert proc.returncode == 0, log.read_text()[-3000:]
     servers = seen.servers()
     assert proc.pid in servers and len(servers) >= 3, servers  # the scheduler and two workers
-    for pid, ips in servers.items():
-        assert ips == {"127.0.0.1"}, f"pid {pid} listens on {sorted(ips)}"
+    assert not seen.off_loopback(), seen.off_loopback()
     scripts = sorted(fake_slurm.glob("job-*.sh"))
     assert len(scripts) == 2, "cluster.jobs=2 submitted two jobs"
     text = scripts[0].read_text()
