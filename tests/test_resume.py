@@ -33,16 +33,18 @@ from tests.resume_check import (
 ES_KEYS = sorted(algorithms("es"))
 RL_KEYS = sorted(algorithms("rl"))
 
-#: A single ES run that lasts long enough to be killed part-way (~5 generations of CartPole).
+#: A single ES run that lasts long enough to be killed part-way: ~7 generations of CartPole, of which
+#: ~5 (a second or more of work) are left when the checkpoint the helper waits for is written.
 ES_RUN = [
-    "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=8000", "eval.interval_timesteps=4000",
+    "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=12000", "eval.interval_timesteps=4000",
     "eval.episodes=2", "checkpoint_every=1", "cluster.n_workers=1",
 ]  # fmt: skip
-#: Per baseline: 4 evaluation rows after the one at timestep 0, a checkpoint at each; small
-#: rollouts, and for DQN a small replay buffer and few gradient steps, so each run takes seconds.
+#: Per baseline: 6 evaluation rows after the one at timestep 0, a checkpoint at each (the helper
+#: kills at the first, leaving 5); small rollouts, and for DQN a small replay buffer and few
+#: gradient steps, so each run takes seconds.
 RL_RUN = [
     "env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1",
-    "budget.timesteps=4000", "eval.interval_timesteps=1000", "eval.episodes=2",
+    "budget.timesteps=6000", "eval.interval_timesteps=1000", "eval.episodes=2",
 ]  # fmt: skip
 RL_ARGS = {
     "a2c": [],
@@ -147,7 +149,7 @@ def test_a_killed_sweep_skips_finished_jobs_and_resumes_the_killed_one(tmp_path:
 SEQUENCES = {
     "es": [
         "algo=openai_es", "sequence=cartpole_pair", "eval.episodes=2", *SMALL,
-        "sequence.stage_timesteps=8000", "eval.interval_timesteps=4000", "checkpoint_every=1",
+        "sequence.stage_timesteps=12000", "eval.interval_timesteps=6000", "checkpoint_every=1",
         "cluster.n_workers=1",
     ],
     "rl": [
