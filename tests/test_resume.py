@@ -42,16 +42,15 @@ ES_RUN = [
 #: Per baseline: 6 evaluation rows after the one at timestep 0, a checkpoint at each (the helper
 #: kills at the first, leaving 5); small rollouts, and for DQN a small replay buffer and few
 #: gradient steps, so each run takes seconds.
-RL_RUN = [
-    "env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1",
-    "budget.timesteps=6000", "eval.interval_timesteps=1000", "eval.episodes=2",
-]  # fmt: skip
+RL_RUN = ["env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1",
+          "eval.episodes=2"]  # fmt: skip
 RL_ARGS = {
-    "a2c": [],
-    "dqn": ["algo.buffer_size=5000", "algo.learning_starts=500", "algo.gradient_steps=16"],
-    "ppo": ["algo.n_steps=256"],
-    "trpo": ["algo.n_steps=256"],
-}
+    "a2c": ["budget.timesteps=6000", "eval.interval_timesteps=1000"],
+    "dqn": ["budget.timesteps=6000", "eval.interval_timesteps=1000", "algo.buffer_size=5000",
+            "algo.learning_starts=500", "algo.gradient_steps=16"],
+    "ppo": ["budget.timesteps=3072", "eval.interval_timesteps=512", "algo.n_steps=256"],
+    "trpo": ["budget.timesteps=3072", "eval.interval_timesteps=512", "algo.n_steps=256"],
+}  # fmt: skip
 #: PPO on MuJoCo: MjData and VecNormalize statistics come back too (slow suite).
 PPO_PENDULUM = [
     "algo=ppo", "env=inverted_pendulum", "budget=smoke", "tracker=none", "tracker.console=false",
