@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from esbench.tracking.schema import METRIC_COLUMNS
-from tests.conftest import REPO, esbench, only_run_dir, read_run
+from tests.conftest import esbench, only_run_dir, read_run
 
 QUIET = ["tracker=none", "tracker.console=false", "budget=smoke"]
 CARTPOLE = ["env=cartpole", *QUIET]
@@ -81,60 +75,3 @@ def test_bad_hyperparameters_fail_early(tmp_path: Path, override: str, key: str)
     proc = esbench("run", "algo=ppo", *CARTPOLE, override, f"results_dir={tmp_path}", check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"esbench: error: {key}="), proc.stderr
-
-
-KILLED_RUNS = {
-    # DQN: model, optimizer, replay buffer, env and RNG states all come back (bit-identical).
-    "dqn-cartpole": ["algo=dqn", *CARTPOLE, "budget.timesteps=9000", "eval.interval_timesteps=1500"],
-    # PPO on MuJoCo: MjData, VecNormalize statistics and the rollout buffer come back too.
-    "ppo-inverted_pendulum": [
-        "algo=ppo", "env=inverted_pendulum", *QUIET, "budget.timesteps=10240",
-        "eval.interval_timesteps=1024", "algo.n_steps=512",
-    ],
-}  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "case", ["dqn-cartpole", pytest.param("ppo-inverted_pendulum", marks=pytest.mark.slow)]
-)
-def test_killed_baseline_resumes_to_identical_results(case: str, tmp_path: Path) -> None:
-    """Killed with SIGKILL mid-run, then run again: it says it resumed from a checkpoint with rows
-    (not a restart) and ends bit-identical to an uninterrupted run."""
-    args = [*KILLED_RUNS[case], "checkpoint_every=1"]
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
-    straight = read_run(only_run_dir(tmp_path / "straight"))
-
-    root = tmp_path / "killed"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "esbench.cli", "run", *args, f"results_dir={root}"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: the kill takes its Dask worker too
-    )
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            metrics = list(root.rglob("metrics.csv"))
-            if (
-                metrics
-                and len(metrics[0].read_text().splitlines()) > 3
-                and (metrics[0].parent / "checkpoint.npz").exists()
-            ):
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the run never logged 3 rows and a checkpoint")
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    run_dir = only_run_dir(root)
-    assert not (run_dir / "summary.json").exists()  # it really was killed mid-run
-    again = esbench("run", *args, f"results_dir={root}")
-    found = re.search(r"resuming \S+ from its checkpoint \((\d+) rows\)", again.stderr)
-    assert found and int(found.group(1)) > 0, again.stderr[-2000:]  # resumed, not restarted
-    resumed = read_run(run_dir)
-    pd.testing.assert_frame_equal(straight[0], resumed[0])
-    assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]

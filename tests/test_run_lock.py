@@ -16,18 +16,22 @@ from esbench.tracking.store import LOCK_FILE, RunLockedError, RunStore
 from tests.conftest import REPO, SMALL, esbench, read_run
 
 HOLD = """
-import sys, time
+import sys
 from esbench.tracking.store import RunStore
 with RunStore(sys.argv[1], "exp", "run").lock():
     print("locked", flush=True)
-    time.sleep(60)
+    sys.stdin.read()  # holds the lock until the test kills it (or closes its stdin), however long
 """
 
 
 def _hold_in_subprocess(root: Path) -> subprocess.Popen[str]:
     """Another process that takes the run's lock and keeps it (until killed)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(root)], cwd=REPO, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD, str(root)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc
@@ -66,7 +70,7 @@ def test_lock_excludes_a_second_holder_in_the_same_process_and_clear_keeps_it(tm
 def test_two_esbench_runs_of_the_same_config(tmp_path: Path) -> None:
     """The second stops with one line naming the run directory; the first completes normally."""
     args = [
-        "run", *SMALL, "env=inverted_pendulum", "budget=smoke", "budget.timesteps=200000",
+        "run", *SMALL, "env=inverted_pendulum", "budget=smoke", "budget.timesteps=30000",
         "cluster.n_workers=1", f"results_dir={tmp_path}",
     ]  # fmt: skip
     first = subprocess.Popen(
@@ -84,8 +88,13 @@ def test_two_esbench_runs_of_the_same_config(tmp_path: Path) -> None:
             time.sleep(0.05)
         (run_dir,) = [p.parent for p in tmp_path.rglob(LOCK_FILE)]
 
-        second = esbench(*args, check=False, timeout=120)
-        assert first.poll() is None, "the first run ended before the second tried: raise its budget"
+        # The first is paused (its workers too) while the second tries: however slow the machine,
+        # it still holds the lock mid-run when the second looks.
+        os.killpg(first.pid, signal.SIGSTOP)
+        try:
+            second = esbench(*args, check=False, timeout=120)
+        finally:
+            os.killpg(first.pid, signal.SIGCONT)
         assert second.returncode == 3, second.stderr
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1, second.stderr
@@ -100,6 +109,6 @@ def test_two_esbench_runs_of_the_same_config(tmp_path: Path) -> None:
             first.wait()
     assert "run complete" in out
     metrics, summary = read_run(run_dir)
-    assert summary["total_timesteps"] >= 200_000 and summary["status"] == "complete"
+    assert summary["total_timesteps"] >= 30_000 and summary["status"] == "complete"
     assert list(metrics["generation"]) == list(range(len(metrics)))  # one writer's rows, in order
     assert pd.read_csv(run_dir / "metrics.csv")["timesteps"].is_monotonic_increasing

@@ -33,6 +33,7 @@ from esbench.runtime.wire import WireStats, payload_bytes
 from esbench.runtime.worker import ChunkResult, RunContext, RunSpec, evaluate_chunk
 from esbench.strategies.base import Population
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+from tests.process_watch import watch
 
 # Generations of ~0.8 s of work (40 episodes, 20 ms of sleep at each reset), long enough to act in.
 SLOW = [
@@ -344,7 +345,13 @@ def test_worker_added_mid_run_gets_a_snapshot_and_changes_nothing(
     try:
         # past the sync history (4 generations): the newcomer cannot replay from generation 0
         _wait_for("six generations", lambda: _rows(root) >= 8)
-        cluster.add_worker("w1")
+        # The driver is paused while the worker starts and joins (however long that takes on a
+        # loaded machine), so the run cannot end before the newcomer is there to take work.
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            cluster.add_worker("w1")  # returns once the scheduler has both workers
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
         _finish(proc)
     finally:
         if proc.poll() is None:
@@ -358,7 +365,10 @@ def test_worker_added_mid_run_gets_a_snapshot_and_changes_nothing(
     joined = raw[raw["snapshots_sent"] > 0]
     assert len(joined) >= 1, "the new worker was never sent a snapshot"  # a resync, counted
     first = int(joined.index[0])
-    assert raw["workers"].iloc[first] == 2 and (raw["workers"].iloc[:first] == 1).all()
+    # The newcomer's first task (with the snapshot it needs) is in the generation it joined during,
+    # which counted its workers before it came, or in the next one.
+    two = int(raw.index[raw["workers"] == 2][0])
+    assert first in (two - 1, two) and (raw["workers"].iloc[:first] == 1).all(), raw["workers"].tolist()
     # the snapshot holds the whole state: the parameters (float32) and more, counted in bytes
     params = 4 * (4 * 64 + 64 + 64 * 64 + 64 + 64 * 1 + 1)  # InvertedPendulum, 64x64 MLP
     steady = raw["bytes_to_workers"].iloc[first - 1]
@@ -408,27 +418,35 @@ def test_sweep_on_the_dask_launcher_loses_no_job_when_a_worker_dies(
 # --- cluster=processes: the scheduler path on one machine ------------------------------------------
 
 
-def _dask_processes_alive() -> list[str]:
-    """Command lines of `dask scheduler`/`dask worker` processes started through `python -m`."""
-    import psutil
-
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "distributed.cli.dask_" in cmd and "esbench-dask-" in cmd:
-            out.append(cmd)
-    return out
-
-
-def test_processes_cluster_matches_local_and_stops_its_processes(tmp_path: Path) -> None:
+def test_processes_cluster_matches_local_listens_on_loopback_and_stops_its_processes(tmp_path: Path) -> None:
+    """``cluster=processes``: the same numbers as the embedded cluster; its scheduler, nannies and
+    workers listen on 127.0.0.1 only; none of them outlives the run. Only the processes of this run
+    are looked at (the CLI's descendants, though the dask processes start sessions of their own)."""
     run = ["env=inverted_pendulum", "budget=smoke", *SMALL, "budget.timesteps=6000"]
     esbench("run", *run, "cluster.n_workers=2", f"results_dir={tmp_path / 'local'}")
-    esbench("run", *run, "cluster=processes", "cluster.n_workers=3", f"results_dir={tmp_path / 'procs'}")
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as err:  # a file, not a pipe: nobody reads a pipe while the run is watched
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "esbench.cli", "run", *run, "cluster=processes", "cluster.n_workers=3",
+             "cluster.dashboard=false", f"results_dir={tmp_path / 'procs'}"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )  # fmt: skip
+        try:
+            seen = watch(proc)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, log.read_text()[-3000:]
     local, procs = read_run(only_run_dir(tmp_path / "local")), read_run(only_run_dir(tmp_path / "procs"))
     pd.testing.assert_frame_equal(local[0], procs[0])
     assert local[1]["params_sha256"] == procs[1]["params_sha256"]
     assert procs[1]["workers"] == 3
-    assert not _dask_processes_alive(), "a scheduler or worker outlived its run"
+
+    servers = seen.servers()
+    assert len(servers) >= 4, servers  # the scheduler and three workers (with their nannies) were seen
+    assert not seen.off_loopback(), seen.off_loopback()
+    assert not seen.survivors(), f"processes of the run outlived it: {seen.survivors()}"
 
 
 @pytest.mark.slow

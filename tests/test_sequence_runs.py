@@ -20,12 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +29,7 @@ import pytest
 from esbench.analysis.retention import load_snapshots, param_drift, run_retention, sequence_curves
 from esbench.tracking.schema import METRIC_COLUMNS
 from esbench.training.drift import DRIFT_COLUMNS, KL_COLUMN, load_stage_states
-from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+from tests.conftest import SMALL, esbench, only_run_dir, read_run
 
 STAGES = ["default", "long_pole"]
 SEQ = ["sequence=cartpole_pair", "eval.episodes=3", "tracker=none", "tracker.console=false"]
@@ -107,15 +101,23 @@ def check_data_model(run_dir: Path, stages: list[str]) -> tuple[pd.DataFrame, di
     return metrics, summary
 
 
-def test_es_sequence_end_to_end_same_numbers_on_one_and_two_workers(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def es_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run directory of the ES sequence on 1 worker: run once, read (never changed) by the
+    tests below."""
+    root = tmp_path_factory.mktemp("es-sequence")
+    esbench("run", *ES, "cluster.n_workers=1", f"results_dir={root}")
+    return only_run_dir(root)
+
+
+def test_es_sequence_end_to_end_same_numbers_on_one_and_two_workers(
+    tmp_path: Path, es_sequence: Path
+) -> None:
     """openai_es on cartpole_pair: the data model; snapshot[1] is what stage 0 ended with (an
     independent run of stage 0 alone ends with the same parameters and return); 1 and 2 workers
     give the same rows, snapshots and parameters."""
-    runs = {}
-    for workers in (1, 2):
-        root = tmp_path / f"w{workers}"
-        esbench("run", *ES, f"cluster.n_workers={workers}", f"results_dir={root}")
-        runs[workers] = only_run_dir(root)
+    esbench("run", *ES, "cluster.n_workers=2", f"results_dir={tmp_path / 'w2'}")
+    runs = {1: es_sequence, 2: only_run_dir(tmp_path / "w2")}
     metrics, summary = check_data_model(runs[1], STAGES)
     (m1, s1), (m2, s2) = read_run(runs[1]), read_run(runs[2])
     pd.testing.assert_frame_equal(m1, m2)
@@ -138,10 +140,9 @@ def test_es_sequence_end_to_end_same_numbers_on_one_and_two_workers(tmp_path: Pa
     assert alone_metrics["train_task"].eq("CartPole-v1").all()  # no sequence: the env id names the stage
 
 
-def test_zero_budget_so_far_gives_zero_drift_and_zero_forgetting(tmp_path: Path) -> None:
+def test_zero_budget_so_far_gives_zero_drift_and_zero_forgetting(es_sequence: Path) -> None:
     """See the module docstring: the sequence at the instant stage 1 begins."""
-    esbench("run", *ES, "cluster.n_workers=1", f"results_dir={tmp_path}")
-    run_dir = only_run_dir(tmp_path)
+    run_dir = es_sequence
     metrics = pd.read_csv(run_dir / "metrics.csv")
     snaps = load_snapshots(run_dir / "snapshots.npz")
     t0 = json.loads((run_dir / "summary.json").read_text())["stage_boundaries"][0]
@@ -160,12 +161,11 @@ def test_zero_budget_so_far_gives_zero_drift_and_zero_forgetting(tmp_path: Path)
     assert full.set_index(["stage_index", "metric"])["value"][(0, "drift_l2")] > 0
 
 
-def test_only_stage_is_a_reference_run_from_scratch(tmp_path: Path) -> None:
+def test_only_stage_is_a_reference_run_from_scratch(tmp_path: Path, es_sequence: Path) -> None:
     """``sequence.only_stage=1``: stage 1 alone, from the seed's initial parameters (the sequence's
     snapshot[0]), on its own budget, evaluated on itself only."""
     esbench("run", *ES, "sequence.only_stage=1", "cluster.n_workers=1", f"results_dir={tmp_path / 'ref'}")
-    esbench("run", *ES, "cluster.n_workers=1", f"results_dir={tmp_path / 'seq'}")
-    ref_dir, seq_dir = only_run_dir(tmp_path / "ref"), only_run_dir(tmp_path / "seq")
+    ref_dir, seq_dir = only_run_dir(tmp_path / "ref"), es_sequence
     metrics, summary = check_data_model(ref_dir, ["long_pole"])
     assert summary["only_stage"] == 1 and summary["stage_timesteps"] == [3000]
     ref, seq = load_snapshots(ref_dir / "snapshots.npz"), load_snapshots(seq_dir / "snapshots.npz")
@@ -363,97 +363,6 @@ def test_a_target_with_a_sequence_is_refused_in_one_line(tmp_path: Path) -> None
     lines = [ln for ln in proc.stderr.splitlines() if "stop_at_return" in ln]
     assert len(lines) == 1 and "sequence.only_stage" in lines[0], proc.stderr[-2000:]
     assert not list(tmp_path.rglob("metrics.csv"))  # before any work
-
-
-def _trains_stage_2(metrics: Path) -> bool:
-    """Whether a (possibly half-written) metrics.csv has a row of stage 2's training."""
-    lines = metrics.read_text().splitlines()
-    column = list(METRIC_COLUMNS).index("train_task")
-    return any(
-        len(cells) > column and cells[column] == "long_pole" for cells in (ln.split(",") for ln in lines)
-    )
-
-
-def _kill_during_stage_2(args: list[str], root: Path) -> None:
-    """Start the run, SIGKILL it (its Dask workers too) once a row of stage 2 is logged and a
-    checkpoint exists, and check it was killed before it completed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "esbench.cli", "run", *args, f"results_dir={root}"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: the kill takes its Dask workers too
-    )
-    try:
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            metrics = list(root.rglob("metrics.csv"))
-            if metrics and _trains_stage_2(metrics[0]):
-                break
-            time.sleep(0.02)
-        else:
-            raise AssertionError("the run never reached stage 2")
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert not (only_run_dir(root) / "summary.json").exists()  # it really was killed mid-run
-
-
-@pytest.mark.slow
-def test_es_sequence_killed_in_stage_2_resumes_inside_it_to_identical_results(tmp_path: Path) -> None:
-    """Killed during stage 2, run again on 2 workers: it resumes from a generation inside stage 2
-    (stderr and summary), and its rows, snapshots and parameters equal the uninterrupted run's."""
-    args = [*ES, "sequence.stage_timesteps=40000", "checkpoint_every=1", "cluster.n_workers=1"]
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
-    straight_dir = only_run_dir(tmp_path / "straight")
-    straight = read_run(straight_dir)
-    stage1_gens = straight[0].loc[straight[0]["train_task"] == "long_pole", "generation"]
-
-    root = tmp_path / "killed"
-    _kill_during_stage_2(args, root)
-    again = esbench("run", *[a for a in args if a != "cluster.n_workers=1"], "cluster.n_workers=2",
-                    f"results_dir={root}")  # fmt: skip
-    found = re.search(r"resuming \S+ from generation (\d+) \(stage 1\)", again.stderr)
-    assert found, again.stderr[-2000:]
-    generation = int(found.group(1))
-    assert generation >= stage1_gens.min() - 1  # inside stage 2 (or at its very start), not stage 1
-    run_dir = only_run_dir(root)
-    resumed = read_run(run_dir)
-    assert resumed[1]["resumed_from"] == [generation]
-    pd.testing.assert_frame_equal(straight[0], resumed[0])
-    assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]
-    np.testing.assert_array_equal(
-        load_snapshots(straight_dir / "snapshots.npz").params,
-        load_snapshots(run_dir / "snapshots.npz").params,
-    )
-
-
-@pytest.mark.slow
-def test_rl_sequence_killed_in_stage_2_resumes_inside_it_to_identical_results(tmp_path: Path) -> None:
-    args = [*RL, "sequence.stage_timesteps=20000", "eval.interval_timesteps=2000", "checkpoint_every=1"]
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
-    straight_dir = only_run_dir(tmp_path / "straight")
-    straight = read_run(straight_dir)
-    root = tmp_path / "killed"
-    _kill_during_stage_2(args, root)
-    again = esbench("run", *args, f"results_dir={root}")
-    found = re.search(
-        r"resuming \S+ from its checkpoint \(\d+ rows\) at timestep (\d+), stage 1", again.stderr
-    )
-    assert found, again.stderr[-2000:]
-    timestep = int(found.group(1))
-    assert timestep >= straight[1]["stage_boundaries"][0]
-    run_dir = only_run_dir(root)
-    resumed = read_run(run_dir)
-    assert resumed[1]["resumed_from"] == [timestep]
-    pd.testing.assert_frame_equal(straight[0], resumed[0])
-    assert straight[1]["params_sha256"] == resumed[1]["params_sha256"]
-    np.testing.assert_array_equal(
-        load_snapshots(straight_dir / "snapshots.npz").params,
-        load_snapshots(run_dir / "snapshots.npz").params,
-    )
 
 
 def test_wandb_logs_every_stage_under_its_own_namespace(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ import re
 import shlex
 import signal
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +24,8 @@ import pytest
 
 from esbench.config.compose import compose_run_config
 from esbench.runtime.slurm import slurm_job_kwargs, slurm_job_script
-from tests.conftest import SMALL, esbench, only_run_dir, read_run
+from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+from tests.process_watch import watch
 
 USER_OPTIONS = [
     "cluster=slurm",
@@ -117,15 +120,40 @@ def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
 
+def _job_pids(jobs: Path) -> list[int]:
+    """Pids of the batch scripts the fake sbatch started (it records each one)."""
+    pids = []
+    for pid_file in jobs.glob("job-*.pid"):
+        with contextlib.suppress(ValueError):
+            pids.append(int(pid_file.read_text()))
+    return pids
+
+
 def test_run_on_slurm_jobs_matches_the_embedded_cluster(tmp_path: Path, fake_slurm: Path) -> None:
-    """Two SLURM jobs of one worker each, on interface lo: same numbers as a LocalCluster run."""
+    """Two SLURM jobs of one worker each, on interface lo: same numbers as a LocalCluster run, and
+    the scheduler (in the run's process), its HTTP server and the jobs' workers all listen on
+    127.0.0.1 only (only this run's processes and the jobs the fake sbatch started are looked at)."""
     run = ["env=inverted_pendulum", "budget=smoke", *SMALL, "budget.timesteps=6000"]
     esbench("run", *run, f"results_dir={tmp_path / 'local'}")
-    esbench(
-        "run", *run, "cluster=slurm", "cluster.jobs=2", "cluster.cores=1", "cluster.memory=2GB",
-        "cluster.interface=lo", "cluster.worker_wait_s=120", "cluster.queue=debug",
-        f"cluster.local_directory={tmp_path / 'scratch'}", f"results_dir={tmp_path / 'slurm'}",
-    )  # fmt: skip
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as err:  # a file, not a pipe: nobody reads a pipe while the run is watched
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "esbench.cli", "run", *run, "cluster=slurm", "cluster.jobs=2",
+             "cluster.cores=1", "cluster.memory=2GB", "cluster.interface=lo", "cluster.worker_wait_s=120",
+             "cluster.queue=debug", "cluster.dashboard=false",
+             f"cluster.local_directory={tmp_path / 'scratch'}", f"results_dir={tmp_path / 'slurm'}"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )  # fmt: skip
+        try:
+            seen = watch(proc, lambda: _job_pids(fake_slurm))
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    servers = seen.servers()
+    assert proc.pid in servers and len(servers) >= 3, servers  # the scheduler and two workers
+    assert not seen.off_loopback(), seen.off_loopback()
     scripts = sorted(fake_slurm.glob("job-*.sh"))
     assert len(scripts) == 2, "cluster.jobs=2 submitted two jobs"
     text = scripts[0].read_text()

@@ -99,6 +99,95 @@ def test_cma_matches_one_pycma_object_running_its_own_ask_and_tell(covariance: s
         assert metrics["cma_stop"] == float(bool(es.stop()))
 
 
+#: pycma's own defaults (cma 4.5.0, ``cma.CMAOptions().defaults()``) for every option that shapes the
+#: algorithm, written out here rather than taken from esbench, so that an option esbench sets wrongly
+#: shows up as a difference. Where esbench deliberately differs (TPA off, no mirrors, no gene-space
+#: transform) the test's dimension and population are ones where pycma's defaults do the same thing.
+PYCMA_DEFAULTS: dict[str, Any] = {
+    "AdaptSigma": True,  # CSA at N < 300 (TPA above; esbench always CSA)
+    "CMA_active": True,
+    "CMA_cmean": 1,
+    "CMA_mirrors": "popsize < 6",  # none at popsize 8 (esbench: never)
+    "CMA_mirrormethod": 2,
+    "CMA_elitist": False,
+    "CMA_rankmu": 1.0,
+    "CMA_rankone": 1.0,
+    "CMA_recombination_weights": None,
+    "CMA_mu": None,
+    "CMA_dampsvec_fac": np.inf,
+    "CMA_const_trace": False,
+    "CMA_on": 1,
+    "CMA_diagonal_decoding": 0,
+    "CSA_dampfac": 1,
+    "CSA_damp_mueff_exponent": None,
+    "CSA_disregard_length": False,
+    "CSA_clip_length_value": None,
+    "CSA_squared": False,
+    "conditioncov_alleviate": [1e8, 1e12],  # the 1e12 transform never triggers on this problem
+    "tolfun": 1e-11,
+    "tolx": 1e-11,
+    "tolfunhist": 1e-12,
+    "tolflatfitness": 1,
+    "tolconditioncov": 1e14,
+    "tolupsigma": 1e20,
+    "tolfacupx": 1e3,
+    "mean_shift_line_samples": False,
+    "pc_line_samples": False,
+    "minstd": 0,
+    "maxstd": None,
+}
+
+
+def test_the_pinned_pycma_defaults_are_pycmas() -> None:
+    """The values above are what the installed pycma uses by default (so the next test compares
+    esbench with pycma as shipped, not with a copy of esbench's own options)."""
+    import cma
+
+    assert cma.__version__ == "4.5.0"
+    defaults = cma.CMAOptions().defaults()
+    for key, value in PYCMA_DEFAULTS.items():
+        text = str(defaults[key]).split("#")[0].strip()  # pycma keeps each default as source text
+        if isinstance(value, str):  # an expression pycma evaluates per problem
+            assert text == value, (key, text)
+        else:
+            assert eval(text, {"np": np}) == value, (key, text, value)  # pycma's own default text
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_cma_samples_what_pycma_with_its_own_defaults_samples(covariance: str) -> None:
+    """A pycma object built here with pycma's defaults (not esbench's options) runs its own
+    ask/tell for 120 generations on Rosenbrock, its ``randn`` fed the same noise-table draws and
+    its tell given the points esbench evaluated and their fitness. Every generation esbench's
+    members equal pycma's samples, so mean, step size and covariance agree all along."""
+    import cma
+
+    n, lam, sigma0 = 6, 8, 0.3
+    s = make_strategy(cfg("cma_es", population_size=lam, sigma=sigma0, covariance=covariance), dim=n, seed=0)
+    state = s.init(np.zeros(n, np.float32))
+    draws: list[np.ndarray] = []
+
+    def randn(rows: int, cols: int) -> np.ndarray:
+        assert (rows, cols) == (lam, n)
+        return draws.pop()
+
+    options = {**PYCMA_DEFAULTS, "popsize": lam, "CMA_diagonal": covariance == "diagonal",
+               "randn": randn, "verbose": -9, "seed": 1}  # fmt: skip
+    es = cma.CMAEvolutionStrategy(np.zeros(n), sigma0, options)
+    for g in range(120):
+        pop = s.ask(state)
+        draws.append(np.stack([s.noise.get(int(o), n).astype(np.float64) for o in pop.offsets]))
+        theirs = np.asarray(es.ask())
+        ours = np.stack([s.member_params(state, pop, i, 1) for i in range(len(pop))]).astype(np.float64)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7, err_msg=f"generation {g}")
+        fit = np.array([[rosenbrock(x)] for x in ours])
+        # Told the points evaluated (pycma's samples rounded to float32 parameters); check_points=False
+        # or pycma would take them for injected foreign points and clip their length.
+        es.tell(list(ours), list(-fit[:, 0]), check_points=False)
+        state, metrics = s.tell(state, pop, fit)
+        assert metrics["cma_stop"] == float(bool(es.stop())), g
+    assert rosenbrock(ours.mean(axis=0)) > rosenbrock(np.zeros(n))  # it moved toward the optimum
+
+
 def test_cma_state_survives_a_data_only_checkpoint() -> None:
     """``aux`` through esbench's data-only state file (npz + JSON, no pickle) and back: the next
     generation is bit-identical (B's column-major layout included, which BLAS results depend on)."""

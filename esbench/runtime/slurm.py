@@ -21,6 +21,8 @@ from typing import Any
 
 #: The scheduler's HTTP server (and dashboard) stays on the login node's loopback: ``ssh -L`` to it.
 DASHBOARD_ADDRESS = "127.0.0.1:0"
+#: The workers' HTTP servers (health, metrics) stay on their node's loopback too.
+WORKER_HTTP_ARGS = ("--no-dashboard", "--dashboard-address", DASHBOARD_ADDRESS)
 
 
 def slurm_job_kwargs(cluster_cfg: Any) -> dict[str, Any]:
@@ -41,7 +43,9 @@ def slurm_job_kwargs(cluster_cfg: Any) -> dict[str, Any]:
         "job_name": str(cluster_cfg.job_name),
         "job_extra_directives": list(cluster_cfg.job_extra_directives or []),
         "job_script_prologue": list(cluster_cfg.job_script_prologue or []),
-        "worker_extra_args": list(cluster_cfg.worker_extra_args or []),
+        # A worker's (and its nanny's) HTTP server binds every interface unless told where: on the
+        # node's loopback, as the scheduler's; its comm address follows ``interface``.
+        "worker_extra_args": [*WORKER_HTTP_ARGS, *list(cluster_cfg.worker_extra_args or [])],
         "local_directory": cluster_cfg.local_directory,
         "log_directory": cluster_cfg.log_directory,
         "interface": cluster_cfg.interface,

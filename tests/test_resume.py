@@ -1,0 +1,186 @@
+"""Resumed means resumed: every algorithm, a sweep and a sequence, killed from outside and run again.
+
+Each test starts a real run through the CLI, SIGKILLs its process group once a checkpoint covers a
+few rows, runs the same command again and checks with :func:`tests.resume_check.assert_resumed`
+that the rows the checkpoint covered are byte-for-byte what the killed run wrote (timing columns
+included), that the rest follow, and (where a reference is cheap) that the results equal an
+uninterrupted run's. A run that silently restarted from scratch fails that check: the first test
+proves it by deleting the checkpoint before the second run.
+
+The algorithm lists come from the registry, so a new variant or baseline inherits these tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from esbench.config.registry import algorithms
+from tests.conftest import SMALL, esbench, only_run_dir, read_run
+from tests.resume_check import (
+    assert_resumed,
+    capture,
+    checkpoint_rows,
+    kill_after_checkpoint,
+    kill_when,
+    run_dirs,
+)
+
+ES_KEYS = sorted(algorithms("es"))
+RL_KEYS = sorted(algorithms("rl"))
+
+#: A single ES run that lasts long enough to be killed part-way: ~7 generations of CartPole, of which
+#: ~5 (a second or more of work) are left when the checkpoint the helper waits for is written.
+ES_RUN = [
+    "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=12000", "eval.interval_timesteps=4000",
+    "eval.episodes=2", "checkpoint_every=1", "cluster.n_workers=1",
+]  # fmt: skip
+#: Per baseline: 6 evaluation rows after the one at timestep 0, a checkpoint at each (the helper
+#: kills at the first, leaving 5); small rollouts, and for DQN a small replay buffer and few
+#: gradient steps, so each run takes seconds.
+RL_RUN = ["env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1",
+          "eval.episodes=2"]  # fmt: skip
+RL_ARGS = {
+    "a2c": ["budget.timesteps=6000", "eval.interval_timesteps=1000"],
+    "dqn": ["budget.timesteps=6000", "eval.interval_timesteps=1000", "algo.buffer_size=5000",
+            "algo.learning_starts=500", "algo.gradient_steps=16"],
+    "ppo": ["budget.timesteps=3072", "eval.interval_timesteps=512", "algo.n_steps=256"],
+    "trpo": ["budget.timesteps=3072", "eval.interval_timesteps=512", "algo.n_steps=256"],
+}  # fmt: skip
+#: PPO on MuJoCo: MjData and VecNormalize statistics come back too (slow suite).
+PPO_PENDULUM = [
+    "algo=ppo", "env=inverted_pendulum", "budget=smoke", "tracker=none", "tracker.console=false",
+    "checkpoint_every=1", "budget.timesteps=10240", "eval.interval_timesteps=1024", "algo.n_steps=512",
+]  # fmt: skip
+
+
+def _assert_same_results(reference: Path, resumed: Path) -> None:
+    """Every non-timing column and the final parameters equal the uninterrupted run's."""
+    (m1, s1), (m2, s2) = read_run(reference), read_run(resumed)
+    pd.testing.assert_frame_equal(m1, m2)
+    assert s1["params_sha256"] == s2["params_sha256"]
+    assert s1["resumed_from"] == [] and len(s2["resumed_from"]) == 1
+
+
+def test_a_run_restarted_from_scratch_fails_the_resume_check(tmp_path: Path) -> None:
+    """The check is not vacuous: the same killed run, completed once by resuming and once after its
+    checkpoint was deleted (so it starts over), passes in the first case and fails in the second."""
+    killed = kill_after_checkpoint(["algo=openai_es", *ES_RUN], tmp_path / "a", rows=2)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    restarted = capture(only_run_dir(tmp_path / "b"))
+    (restarted.run_dir / "checkpoint.npz").unlink()
+
+    esbench("run", "algo=openai_es", *ES_RUN, f"results_dir={tmp_path / 'a'}")
+    assert_resumed(killed)
+    esbench("run", "algo=openai_es", *ES_RUN, f"results_dir={tmp_path / 'b'}")
+    with pytest.raises(AssertionError, match="restarted instead of resuming"):
+        assert_resumed(restarted)
+    # Deterministic either way: only the timing columns tell the two apart.
+    pd.testing.assert_frame_equal(read_run(killed.run_dir)[0], read_run(restarted.run_dir)[0])
+
+
+@pytest.mark.parametrize("algo", ES_KEYS)
+def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
+    """Killed on 1 worker, resumed on 2: the covered rows untouched, the end as an uninterrupted run."""
+    args = [f"algo={algo}", *ES_RUN]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
+    again = esbench("run", *args[:-1], "cluster.n_workers=2", f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    assert re.search(r"resuming \S+ from generation [1-9]", again.stderr), again.stderr[-2000:]
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+
+
+@pytest.mark.parametrize("algo", [*RL_KEYS, pytest.param("ppo-inverted_pendulum", marks=pytest.mark.slow)])
+def test_every_rl_baseline_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
+    """Model, optimizer, replay or rollout buffer, environments and random streams all come back:
+    the covered rows untouched, the end bit-identical to an uninterrupted run."""
+    args = PPO_PENDULUM if algo == "ppo-inverted_pendulum" else [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
+    esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+
+
+SWEEP = [
+    "-m", "hydra/launcher=dask", "algo=openai_es", "env=cartpole", "budget=smoke", *SMALL,
+    "cluster.n_workers=1", "hydra.launcher.max_concurrent=1", "budget.timesteps=12000",
+    "eval.interval_timesteps=5000", "eval.episodes=2", "checkpoint_every=1", "seed=0,1,2",
+    "experiment=sweep",
+]  # fmt: skip
+
+
+def test_a_killed_sweep_skips_finished_jobs_and_resumes_the_killed_one(tmp_path: Path) -> None:
+    """The sweep's driver, its cluster and workers SIGKILLed once one job is complete and another
+    has a checkpoint; the same command again skips the complete job (its files untouched) and
+    resumes the other (its covered rows untouched)."""
+    root = tmp_path / "sweep"
+
+    def one_done_one_midway() -> bool:
+        dirs = run_dirs(root)
+        done = [d for d in dirs if (d / "summary.json").exists()]
+        midway = [d for d in dirs if not (d / "summary.json").exists() and checkpoint_rows(d) >= 3]
+        return bool(done and midway)
+
+    kill_when(SWEEP, root, one_done_one_midway, "one job complete and another checkpointed")
+    dirs = run_dirs(root)
+    done = {d: (d / "summary.json").read_bytes() for d in dirs if (d / "summary.json").exists()}
+    frozen = {d: (d / "metrics.csv").read_bytes() for d in done}
+    killed = [capture(d) for d in dirs if d not in done and checkpoint_rows(d) > 0]
+    assert done and killed
+
+    again = esbench("run", *SWEEP, f"results_dir={root}", timeout=600)
+    out = again.stdout + again.stderr
+    assert out.count("job skipped") == len(done), out[-3000:]
+    for d, summary in done.items():  # not recomputed
+        assert (d / "summary.json").read_bytes() == summary
+        assert (d / "metrics.csv").read_bytes() == frozen[d]
+    for k in killed:
+        assert_resumed(k)
+    assert len(run_dirs(root)) == 3 and all((d / "summary.json").exists() for d in run_dirs(root))
+
+
+SEQUENCES = {
+    "es": [
+        "algo=openai_es", "sequence=cartpole_pair", "eval.episodes=2", *SMALL,
+        "sequence.stage_timesteps=12000", "eval.interval_timesteps=6000", "checkpoint_every=1",
+        "cluster.n_workers=1",
+    ],
+    "rl": [
+        "algo=a2c", "sequence=cartpole_pair", "eval.episodes=2", "tracker=none", "tracker.console=false",
+        "sequence.stage_timesteps=6000", "eval.interval_timesteps=1000", "checkpoint_every=1",
+    ],
+}  # fmt: skip
+
+
+def _stage_2_checkpointed(root: Path) -> bool:
+    """Whether the run's checkpoint covers a row of its second stage's training."""
+    dirs = run_dirs(root)
+    rows = checkpoint_rows(dirs[0]) if dirs else 0
+    if not rows:
+        return False
+    header, *lines = (dirs[0] / "metrics.csv").read_text().splitlines()[: rows + 1]
+    train_task = header.split(",").index("train_task")
+    return any(line.split(",")[train_task] == "long_pole" for line in lines)
+
+
+@pytest.mark.parametrize("family", ["es", pytest.param("rl", marks=pytest.mark.slow)])
+def test_a_sequence_killed_inside_stage_2_resumes_inside_it(family: str, tmp_path: Path) -> None:
+    """Killed once a checkpoint covers a row of stage 2's training: the second run resumes inside
+    stage 2 (its covered rows, stage 1's among them, untouched) and ends as an uninterrupted run,
+    stage-boundary snapshots included."""
+    args, root = SEQUENCES[family], tmp_path / "killed"
+    kill_when(args, root, lambda: _stage_2_checkpointed(root), "a checkpoint inside stage 2")
+    killed = capture(only_run_dir(root))
+    again = esbench("run", *args, f"results_dir={root}")
+    assert re.search(r"resuming \S+ from .*stage 1", again.stderr), again.stderr[-2000:]
+    assert_resumed(killed)
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    straight = only_run_dir(tmp_path / "straight")
+    _assert_same_results(straight, killed.run_dir)
+    assert (straight / "snapshots.npz").read_bytes() == (killed.run_dir / "snapshots.npz").read_bytes()
