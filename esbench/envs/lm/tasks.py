@@ -120,7 +120,10 @@ class CountdownTask:
             while True:
                 numbers = [int(x) for x in rng.integers(1, self.max_number + 1, size=self.count)]
                 expr = self._expression(rng, numbers)
-                value = evaluate(expr)[0]
+                try:
+                    value = evaluate(expr)[0]
+                except ZeroDivisionError:
+                    continue
                 if value.denominator != 1 or not 1 <= value <= self.max_target:
                     continue
                 target = int(value)
