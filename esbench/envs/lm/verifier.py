@@ -45,19 +45,23 @@ class _Parser:
     """expr := term (('+'|'-') term)*; term := atom (('*'|'/') atom)*; atom := INT | '(' expr ')'."""
 
     def __init__(self, text: str) -> None:
-        self.s = text.replace(" ", "")
+        self.s = text
         self.i = 0
         self.numbers: list[int] = []
 
     def parse(self) -> Fraction:
-        if not self.s:
+        if not self.s.strip():
             raise ParseError("empty expression")
         value = self._expr()
+        self._peek()  # skips trailing spaces
         if self.i != len(self.s):
             raise ParseError(f"unexpected {self.s[self.i]!r} at {self.i}")
         return value
 
     def _peek(self) -> str:
+        """The next character that is not a space ("" at the end); spaces separate tokens only."""
+        while self.i < len(self.s) and self.s[self.i] == " ":
+            self.i += 1
         return self.s[self.i] if self.i < len(self.s) else ""
 
     def _expr(self) -> Fraction:
@@ -93,7 +97,7 @@ class _Parser:
             self.i += 1
             return value
         start = self.i
-        while self._peek().isdigit() and self._peek().isascii():
+        while self.i < len(self.s) and self.s[self.i] in "0123456789":
             self.i += 1
         if start == self.i:
             raise ParseError(f"expected a number or '(' at {start}")
