@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -80,7 +79,11 @@ def test_tasks_are_seeded_solvable_and_split() -> None:
     assert not train & held
     for p in add.sample(0, "held_out", 20):
         a, b = p.numbers
-        assert p.prompt == f"{a}+{b}=" and add.reward(p.answer, p) == 1.0 and add.reward("0", p) == (p.answer == "0")
+        assert (
+            p.prompt == f"{a}+{b}="
+            and add.reward(p.answer, p) == 1.0
+            and add.reward("0", p) == (p.answer == "0")
+        )
     puzzles = cd.sample(0, "train", 50)
     assert all(cd.reward(p.answer, p) == 1.0 for p in puzzles)  # solvable by construction
     assert all(1 <= p.target <= cd.max_target and len(p.numbers) == 3 for p in puzzles)
@@ -103,7 +106,7 @@ def test_population_forward_equals_member_by_member_with_materialized_weights(ra
         assert torch.equal(pm.model(ids).logits, plain)  # no population: the plain model, bit for bit
         pm.set_population(seed=7, generation=3, members=members, sigma=sigma)
         batched = pm.model(ids.repeat(len(members), 1)).logits.reshape(len(members), *plain.shape)
-        for i, m in enumerate(members):
+        for i in range(len(members)):
             one = copy.deepcopy(base)
             state = one.state_dict()
             for name, delta in pm.perturbation(i).items():
@@ -152,7 +155,9 @@ def test_evaluations_agree_with_their_definitions() -> None:
     other = build_model(ModelConfig(**{**TINY.as_dict(), "init_seed": 1}))
     assert next_token_kl(other, model, tok, problems) > 0.0
     loss = answer_loss(model, tok, problems)
-    assert 0.5 * torch.log(torch.tensor(len(tok))) < loss < 3 * torch.log(torch.tensor(len(tok)))  # near uniform
+    assert (
+        0.5 * torch.log(torch.tensor(len(tok))) < loss < 3 * torch.log(torch.tensor(len(tok)))
+    )  # near uniform
     acc = task_reward(model, tok, add, problems, max_new_tokens=4, members=1)
     assert acc.shape == (1,) and 0.0 <= float(acc[0]) <= 1.0
 

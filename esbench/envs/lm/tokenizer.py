@@ -26,8 +26,8 @@ class CharTokenizer(PreTrainedTokenizer):
     character has a context). An unknown character is an error, never silently dropped.
     """
 
-    vocab_files_names = {"vocab_file": "vocab.json"}
-    model_input_names = ["input_ids", "attention_mask"]
+    vocab_files_names = {"vocab_file": "vocab.json"}  # noqa: RUF012 (transformers' attribute)
+    model_input_names = ["input_ids", "attention_mask"]  # noqa: RUF012 (transformers' attribute)
 
     def __init__(self, **kwargs: Any) -> None:
         self._vocab = {tok: i for i, tok in enumerate([*SPECIALS, *CHARS])}

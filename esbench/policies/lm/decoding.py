@@ -36,7 +36,7 @@ def greedy_completions(
     """
     batch = encode_prompts(tokenizer, prompts)
     ids, mask = batch["input_ids"].repeat(members, 1), batch["attention_mask"].repeat(members, 1)
-    out = model.generate(
+    out = model.generate(  # type: ignore[operator]
         input_ids=ids,
         attention_mask=mask,
         max_new_tokens=max_new_tokens,

@@ -68,7 +68,9 @@ def _shifted_logits(model: PreTrainedModel, ids: torch.Tensor, mask: torch.Tenso
 
 
 @torch.no_grad()
-def answer_loss(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problems: Sequence[Problem]) -> float:
+def answer_loss(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problems: Sequence[Problem]
+) -> float:
     """Mean cross-entropy (nats per answer token) of the reference answers, teacher forced."""
     ids, mask, labels = teacher_forced(tokenizer, problems)
     logits = _shifted_logits(model, ids, mask)

@@ -10,41 +10,20 @@ a local copy; a GPU helps).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
-
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
+from esbench.config.lm import ModelConfig
 from esbench.envs.lm.tokenizer import CharTokenizer
 
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Architecture of the locally built model, or the hub model that replaces it.
-
-    Attributes:
-        hub_id: A hub model id (or a local directory): when set, every other field is ignored and
-            model and tokenizer come from it. None: build the small model below.
-        hidden_size: Width of the residual stream.
-        num_layers: Transformer blocks.
-        num_heads: Attention heads (``hidden_size`` must divide by it).
-        intermediate_size: Width of each block's gated MLP.
-        max_positions: Longest sequence (prompt plus completion) in tokens.
-        init_seed: Seed of the random initialization (torch's global RNG is set from it).
-    """
-
-    hub_id: str | None = None
-    hidden_size: int = 128
-    num_layers: int = 4
-    num_heads: int = 4
-    intermediate_size: int = 512
-    max_positions: int = 64
-    init_seed: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["ModelConfig", "build_model", "build_tokenizer", "num_parameters"]
 
 
 def build_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
@@ -69,7 +48,8 @@ def build_model(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase | None = No
     else:
         if cfg.hidden_size % cfg.num_heads:
             raise ValueError(
-                f"lm.model.hidden_size={cfg.hidden_size} is not a multiple of lm.model.num_heads={cfg.num_heads}"
+                f"lm.model.hidden_size={cfg.hidden_size} is not a multiple of "
+                f"lm.model.num_heads={cfg.num_heads}"
             )
         config = LlamaConfig(
             vocab_size=len(tok),
@@ -86,10 +66,14 @@ def build_model(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase | None = No
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.init_seed)
-            model = LlamaForCausalLM(config)
+            model = LlamaForCausalLM(config)  # type: ignore[assignment]
     gen = model.generation_config
     gen.do_sample = False
-    gen.pad_token_id, gen.eos_token_id, gen.bos_token_id = tok.pad_token_id, tok.eos_token_id, tok.bos_token_id
+    gen.pad_token_id, gen.eos_token_id, gen.bos_token_id = (
+        tok.pad_token_id,
+        tok.eos_token_id,
+        tok.bos_token_id,
+    )
     for key in ("temperature", "top_p", "top_k"):
         setattr(gen, key, None)
     return model.float().eval()

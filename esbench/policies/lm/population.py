@@ -99,6 +99,19 @@ class _PopModule(nn.Module):
     def pop(self) -> _Population:
         return self._pop[0]
 
+    @property
+    def weight(self) -> torch.Tensor:
+        """The original module's weight (shared, updated in place by the ES step)."""
+        w = self.inner.weight
+        assert isinstance(w, torch.Tensor)
+        return w
+
+    @property
+    def bias(self) -> torch.Tensor | None:
+        """The original module's bias, if it has one."""
+        b = getattr(self.inner, "bias", None)
+        return b if isinstance(b, torch.Tensor) else None
+
     def _scale(self, ndim: int) -> torch.Tensor:
         return self.pop.scale.view(-1, *([1] * (ndim - 1)))
 
@@ -114,8 +127,8 @@ class PopLinear(_PopModule):
         rows = x.reshape(p, -1, x.shape[-1])  # (P, B*T, in), member-major
         if "A" in self.noise:  # low rank, Eq. (1)
             y = F.linear(rows, lin.weight)  # shared product, one GEMM for all members
-            u = torch.bmm(rows, self.noise["B"])  # (P, B*T, r)
-            y = y + torch.bmm(u, self.noise["A"].transpose(1, 2)) * self._scale(3) / math.sqrt(self.noise["A"].shape[-1])
+            u = torch.bmm(rows, self.noise["B"])  # (P, B*T, r): x B_i
+            y = y.baddbmm_(u, self.noise["At"])  # + (s/sqrt(r)) (x B_i) A_i^T, fused, in place
         else:  # full rank: P perturbed matrices
             w = lin.weight + self._scale(3) * self.noise["W"]  # (P, out, in)
             y = torch.bmm(rows, w.transpose(1, 2))
@@ -155,8 +168,9 @@ class PopRMSNorm(_PopModule):
             return norm(h)
         dtype = h.dtype
         x = h.to(torch.float32)
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
-        w = norm.weight + self._scale(2) * self.noise["w"]  # (P, d)
+        eps = float(norm.variance_epsilon)  # type: ignore[arg-type]
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        w = self.weight + self._scale(2) * self.noise["w"]  # (P, d)
         rows = x.to(dtype).reshape(p, -1, x.shape[-1]) * w[:, None, :]
         return rows.reshape(h.shape)
 
@@ -224,13 +238,17 @@ class PopulationModel:
             mod.noise = {key: torch.stack([draws[m.index][k][key] for m in members]) for key in keys}
         self._pop.scale = torch.tensor([m.sign * sigma for m in members], dtype=torch.float32)
         self._pop.size = len(members)
+        for _, mod in self.modules:
+            if "A" in mod.noise and isinstance(mod, PopLinear):  # A_i s/sqrt(r), as (P, r, out)
+                a = mod.noise["A"] * (self._pop.scale / math.sqrt(mod.noise["A"].shape[-1]))[:, None, None]
+                mod.noise["At"] = a.transpose(1, 2).contiguous()
         self.members = list(members)
 
     def _draw(self, mod: _PopModule, gen: torch.Generator) -> dict[str, torch.Tensor]:
         def normal(*shape: int) -> torch.Tensor:
             return torch.randn(*shape, generator=gen, dtype=torch.float32)
 
-        w = mod.inner.weight
+        w = mod.weight
         if isinstance(mod, PopRMSNorm):
             return {"w": normal(w.shape[0])}
         out: dict[str, torch.Tensor] = {}
@@ -239,7 +257,7 @@ class PopulationModel:
         else:
             out["A"] = normal(w.shape[0], self.rank)
             out["B"] = normal(w.shape[1], self.rank)
-        bias = getattr(mod.inner, "bias", None)
+        bias = mod.bias
         if bias is not None:
             out["b"] = normal(bias.shape[0])
         return out
@@ -282,7 +300,7 @@ class PopulationModel:
         sq = 0.0
         for _, mod in self.modules:
             n = mod.noise
-            weight = mod.inner.weight
+            weight = mod.weight
             if "A" in n:
                 r = n["A"].shape[-1]
                 a = (n["A"] * coef[:, None, None]).permute(1, 0, 2).reshape(weight.shape[0], -1)  # (out, P*r)
@@ -292,9 +310,9 @@ class PopulationModel:
                 delta = torch.einsum("p,p...->...", coef, n["W"] if "W" in n else n["w"])
             weight.add_(delta)
             sq += float(delta.pow(2).sum())
-            if "b" in n:
+            if "b" in n and mod.bias is not None:
                 db = coef @ n["b"]
-                mod.inner.bias.add_(db)
+                mod.bias.add_(db)
                 sq += float(db.pow(2).sum())
         self.clear()
         return {"update_norm": math.sqrt(sq), "fitness_std": std}

@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -32,40 +32,14 @@ import transformers
 from safetensors.torch import load_file, save_file
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from esbench.config.lm import ModelConfig, PretrainConfig
 from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
 from esbench.policies.lm.evaluation import answer_loss, task_reward, teacher_forced
-from esbench.policies.lm.model import ModelConfig, build_model, build_tokenizer
+from esbench.policies.lm.model import build_model, build_tokenizer
 from esbench.utils.io import atomic_write_json
 
 #: Bump when the training procedure changes in a way the configs do not show.
 FORMAT = 1
-
-
-@dataclass(frozen=True)
-class PretrainConfig:
-    """How the task-A model is made.
-
-    Attributes:
-        steps: Optimizer steps (0: use the model as built or loaded, untrained here).
-        batch_size: Sequences per step.
-        lr: AdamW's learning rate after warm-up.
-        warmup: Steps of linear warm-up.
-        weight_decay: AdamW's decoupled weight decay.
-        seed: Seed of the data stream.
-        countdown_fraction: Share of each batch that is solved Countdown puzzles (format only).
-        countdown_count: How many numbers those puzzles give (fewer than task B's).
-        eval_size: Held-out task-A prompts the recorded accuracy and loss are measured on.
-    """
-
-    steps: int = 3000
-    batch_size: int = 64
-    lr: float = 2e-3
-    warmup: int = 100
-    weight_decay: float = 0.0
-    seed: int = 0
-    countdown_fraction: float = 0.0
-    countdown_count: int = 2
-    eval_size: int = 500
 
 
 def cache_root() -> Path:
@@ -83,7 +57,7 @@ def config_hash(model: ModelConfig, pretrain: PretrainConfig, task: AdditionTask
 
 
 def _batch(task: AdditionTask, cfg: PretrainConfig, step: int) -> list[Problem]:
-    n_cd = int(round(cfg.countdown_fraction * cfg.batch_size))
+    n_cd = round(cfg.countdown_fraction * cfg.batch_size)
     problems = task.sample(cfg.seed, "train", cfg.batch_size - n_cd, start=step * cfg.batch_size)
     if n_cd:
         mix = CountdownTask(count=cfg.countdown_count)
