@@ -197,3 +197,26 @@ def test_grpo_trains_offline_and_deterministically() -> None:
         assert len(rewards) == 2 and max(rewards) > 0
     assert torch.equal(runs[0], runs[1])
     assert not torch.equal(runs[0], flat(build_model(TINY)))
+
+
+def test_env_lm_config_validates_and_leaves_other_runs_hashes_alone() -> None:
+    from esbench.config.compose import compose_run_config
+    from esbench.config.validate import ConfigError
+    from esbench.runner import config_hash
+
+    cfg = compose_run_config(["env=lm", "budget=smoke"])
+    assert cfg.env.kind == "lm" and cfg.lm.model.hidden_size == 128 and cfg.lm.decoding.strategy == "greedy"
+    for override, message in (
+        ("lm.decoding.strategy=beam", "lm.decoding.strategy='beam' is not allowed; allowed: greedy"),
+        ("lm.pretrain.steps=-1", "lm.pretrain.steps=-1 is out of range"),
+        ("lm.model.num_heads=3", "lm.model.hidden_size=128 is not a multiple of lm.model.num_heads=3"),
+    ):
+        with pytest.raises(ConfigError, match=override.split("=")[0]) as err:
+            compose_run_config(["env=lm", override])
+        assert message in str(err.value)
+    plain = compose_run_config(["budget=smoke"])
+    assert plain.lm is None
+    data = {k: plain[k] for k in plain if k != "lm"}
+    from omegaconf import OmegaConf
+
+    assert config_hash(plain) == config_hash(OmegaConf.create(data))  # as before the lm block existed

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,18 +37,12 @@ from esbench.policies.lm.model import ModelConfig, build_model, build_tokenizer,
 from esbench.policies.lm.population import PopulationModel, antithetic
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def bench_lm(
     members: int = 32,
     prompts: int = 16,
     rank: int = 1,
     sigma: float = 0.001,
-    repeats: int = 5,
+    repeats: int = 7,
     max_new_tokens: int = 12,
     model_cfg: ModelConfig | None = None,
     threads: int = 1,
@@ -87,15 +80,11 @@ def _bench(
     low.set_population(0, 0, pop, sigma)
     full.set_population(0, 0, pop, sigma)
 
-    passes: dict[str, list[float]] = {"batched_inference": [], "eggroll": [], "full_rank": []}
     models = {"batched_inference": plain, "eggroll": low.model, "full_rank": full.model}
-    with torch.no_grad():
-        for m in models.values():  # warm-up
-            m(input_ids=big_ids, attention_mask=big_mask)
-        for _ in range(repeats):
-            for key, m in models.items():
-                passes[key].append(_timed(lambda m=m: m(input_ids=big_ids, attention_mask=big_mask)))  # type: ignore[misc]
-    seconds = {k: statistics.median(v) for k, v in passes.items()}
+    seconds = _forward_seconds(models, big_ids, big_mask, repeats)
+    # One decoding step's shape: every sequence feeds one token (B rows per member, not B*T).
+    decode = _forward_seconds(models, big_ids[:, -1:], big_mask[:, -1:], repeats)
+    decode_rate = {k: members / s for k, s in decode.items()}
     rate = {k: members / s for k, s in seconds.items()}  # member forward passes per second
 
     generation = {
@@ -116,8 +105,29 @@ def _bench(
         "eggroll_over_batched_inference": rate["eggroll"] / rate["batched_inference"],
         "full_rank_over_batched_inference": rate["full_rank"] / rate["batched_inference"],
         "eggroll_over_full_rank": rate["eggroll"] / rate["full_rank"],
+        "decode_step_seconds": decode,
+        "decode_member_passes_per_s": decode_rate,
+        "eggroll_over_batched_inference_decode": decode_rate["eggroll"] / decode_rate["batched_inference"],
+        "full_rank_over_batched_inference_decode": decode_rate["full_rank"]
+        / decode_rate["batched_inference"],
         "generation_seconds": generation,
     }
+
+
+def _forward_seconds(
+    models: dict[str, Any], ids: torch.Tensor, mask: torch.Tensor, repeats: int
+) -> dict[str, float]:
+    """Median seconds of one forward pass of each model over (ids, mask), interleaved repeats."""
+    times: dict[str, list[float]] = {k: [] for k in models}
+    with torch.no_grad():
+        for m in models.values():  # warm-up
+            m(input_ids=ids, attention_mask=mask)
+        for _ in range(repeats):
+            for key, m in models.items():
+                start = time.perf_counter()
+                m(input_ids=ids, attention_mask=mask)
+                times[key].append(time.perf_counter() - start)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def _generation(
@@ -174,6 +184,12 @@ def format_lm(res: dict[str, Any]) -> str:
         ("full_rank", "full-rank members"),
     ):
         lines.append(f"| {label} | {sec[key]:.4f} | {rate[key]:,.1f} | {rate[key] / base:.2f} |")
+    drate = res["decode_member_passes_per_s"]
+    lines.append(
+        "one decoding step (1 token per sequence): EGGROLL "
+        f"{drate['eggroll'] / drate['batched_inference']:.2f}, full rank "
+        f"{drate['full_rank'] / drate['batched_inference']:.2f} of batched inference"
+    )
     for key, gen in res["generation_seconds"].items():
         split = ", ".join(f"{k} {v:.3f} s" for k, v in gen.items())
         lines.append(f"ES generation ({key}): {split}")
