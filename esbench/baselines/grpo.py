@@ -100,7 +100,7 @@ def train_grpo(
         # a copy of the starting weights on disk (no hub is involved).
         start = f"{tmp}/start"
         model.save_pretrained(start)
-        model.config._name_or_path = start
+        name, model.config._name_or_path = model.config._name_or_path, start
         args = GRPOConfig(
             output_dir=output_dir or tmp,
             max_steps=settings.steps,
@@ -129,7 +129,10 @@ def train_grpo(
             train_dataset=reward_dataset(task, problems),
             processing_class=tokenizer,
         )
-        trainer.train()
+        try:
+            trainer.train()
+        finally:
+            model.config._name_or_path = name  # the temporary copy is gone after this block
         logs = [dict(row) for row in trainer.state.log_history]
     trained = trainer.model
     assert isinstance(trained, torch.nn.Module)
