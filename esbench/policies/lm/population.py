@@ -185,6 +185,10 @@ class PopulationModel:
     Attributes:
         model: The model (use it as usual; with a population set, every batch is P*B rows).
         unperturbed: Names of parameters no member perturbs.
+
+    A swapped module keeps the original as ``inner``, so the model's state-dict names gain
+    ``.inner`` (``model.norm.inner.weight``): save and load weights through the original names
+    (:meth:`perturbation` uses them) or before wrapping.
     """
 
     def __init__(self, model: nn.Module, rank: int | None) -> None:
@@ -193,6 +197,7 @@ class PopulationModel:
         self.model = model
         self.rank = rank
         self._pop = _Population()
+        self.members: list[Member] = []
         self.modules: list[tuple[str, _PopModule]] = []
         self._swap(model, "")
         covered = {id(p) for _, m in self.modules for p in m.inner.parameters()}
