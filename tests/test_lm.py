@@ -220,3 +220,15 @@ def test_env_lm_config_validates_and_leaves_other_runs_hashes_alone() -> None:
     from omegaconf import OmegaConf
 
     assert config_hash(plain) == config_hash(OmegaConf.create(data))  # as before the lm block existed
+
+
+def test_bench_lm_reports_the_ratios_and_the_generation_split() -> None:
+    from esbench.bench.lm import bench_lm, format_lm
+
+    res = bench_lm(members=4, prompts=2, repeats=1, max_new_tokens=3, model_cfg=TINY)
+    assert res["parameters"] == sum(p.numel() for p in build_model(TINY).parameters())
+    rate = res["member_forward_passes_per_s"]
+    assert res["eggroll_over_batched_inference"] == pytest.approx(rate["eggroll"] / rate["batched_inference"])
+    assert set(res["generation_seconds"]["eggroll"]) == {"noise", "forward", "reward", "update", "total"}
+    assert all(v > 0 for v in res["decode_member_passes_per_s"].values())
+    assert "EGGROLL low rank" in format_lm(res) and "ES generation (full_rank)" in format_lm(res)
