@@ -41,7 +41,7 @@ class ModelConfig:
 class PretrainConfig:
     """How the task-A model is made (esbench.policies.lm.pretrain); cached by a hash of all of it."""
 
-    steps: int = _c(3000, ge=0)  # 0: the model as built or loaded
+    steps: int = _c(1500, ge=0)  # 0: the model as built or loaded
     batch_size: int = _c(64, ge=1)
     lr: float = _c(2e-3, gt=0.0)
     warmup: int = _c(100, ge=0)
