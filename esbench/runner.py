@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from esbench.config.registry import get_algorithm
+from esbench.config.validate import ConfigError
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
@@ -85,6 +86,8 @@ def config_hash(cfg: DictConfig) -> str:
     """sha256 of the config's semantic part (what determines the numbers)."""
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
+    if data.get("lm", 0) is None:  # the LM block, unset off env=lm: hashes as before it existed
+        del data["lm"]
     for key in NON_SEMANTIC_KEYS:
         *parents, leaf = key.split(".")
         node: Any = data
@@ -114,6 +117,11 @@ def run(cfg: DictConfig) -> RunOutcome:
     """Execute (or resume, or skip) the run ``cfg`` describes, holding its run directory's lock
     throughout: a second process on the same run raises
     :class:`~esbench.tracking.store.RunLockedError` before it touches anything but the lock file."""
+    if cfg.env.kind == "lm":
+        raise ConfigError(
+            "env=lm: `esbench run` does not train language models yet; its pieces run from Python "
+            "(esbench.policies.lm, esbench.baselines.grpo) and `esbench bench lm` measures them"
+        )
     run_id = cfg.run_id or default_run_id(cfg)
     store = RunStore(cfg.results_dir, cfg.experiment, run_id)
     with store.lock():

@@ -8,6 +8,7 @@
     esbench bench comm            # bytes to/from workers per generation, 6k to 1M parameters
     esbench bench store           # metrics.csv: appending rows against rewriting it, 1k/5k rows
     esbench bench projection      # costs the scaling projection is calibrated from (report scaling)
+    esbench bench lm              # LM ES members: EGGROLL's batched forward against plain inference
     esbench bench all
 
 Each benchmark lives in its own module of this package; this one only dispatches and saves.
@@ -31,9 +32,20 @@ from esbench.utils.io import atomic_write_json
 
 
 def main(argv: list[str]) -> int:
-    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|store|projection|all]``."""
+    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|store|projection|lm|all]``."""
     what = argv[0] if argv else "mujoco"
-    allowed = ("mujoco", "baselines", "atari", "es_family", "eggroll", "comm", "store", "projection", "all")
+    allowed = (
+        "mujoco",
+        "baselines",
+        "atari",
+        "es_family",
+        "eggroll",
+        "comm",
+        "store",
+        "projection",
+        "lm",
+        "all",
+    )
     if what in ("-h", "--help", "help"):
         print("usage:\n" + __doc__.split("\n\n")[1])
         return 0
@@ -90,6 +102,13 @@ def main(argv: list[str]) -> int:
 
         results["projection"] = bench_projection()
         print("\n" + format_projection(results["projection"]))
+    if what in ("lm", "all"):
+        from esbench.bench.lm import bench_lm, format_lm
+
+        results["lm"] = bench_lm()
+        if what == "lm":  # the headline ratio at the top level of bench-lm.json
+            results["eggroll_over_batched_inference"] = results["lm"]["eggroll_over_batched_inference"]
+        print("\n" + format_lm(results["lm"]))
     path = OUT_DIR / f"bench-{what}.json"
     atomic_write_json(path, results)
     print(f"\nesbench: benchmark written to {path}")

@@ -12,10 +12,12 @@ one sweeps, as evosax does; defaults are the paper's (``../shared/reference/READ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
+
+from esbench.config.lm import LMConfig
 
 
 def _c(default: Any, **constraints: Any) -> Any:
@@ -84,7 +86,8 @@ class EnvConfig:
     name: str = "halfcheetah"  # short name used in run ids and reports
     id: str = "HalfCheetah-v5"  # the Gymnasium id (checked against the registry)
     # custom: any other registered Gymnasium id; ``module:id`` imports the module that registers it
-    kind: str = _c("mujoco", choices=("mujoco", "classic", "atari", "custom"))
+    # lm: the language-model environment (conf/env/lm.yaml; its settings are the run's ``lm`` block)
+    kind: str = _c("mujoco", choices=("mujoco", "classic", "atari", "custom", "lm"))
     max_episode_steps: int | None = _c(None, ge=1)  # None: the environment's own limit
     kwargs: dict[str, Any] = field(default_factory=dict)  # extra gymnasium.make kwargs
     # Changes to the simulated world applied by make_env after construction, so ES workers and SB3
@@ -272,6 +275,9 @@ class RunConfig:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     sequence: SequenceConfig = field(default_factory=SequenceConfig)
+    # env=lm only (conf/env/lm.yaml fills it): model, tasks, pretraining, decoding. Unset (None)
+    # elsewhere, and then left out of the run's config hash, so other runs keep their run ids.
+    lm: Optional[LMConfig] = None  # noqa: UP045 (OmegaConf reads the annotation at run time)
     seed: int = _c(0, ge=0)
     experiment: str = "default"  # results/runs/<experiment>/<run_id>/
     results_dir: str = "results/runs"

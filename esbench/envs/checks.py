@@ -23,6 +23,8 @@ def check_env(cfg: DictConfig) -> None:
     """The environment id exists (close matches suggested); the CNN only on Atari frames."""
     from esbench.envs.factory import check_env_id, resolved_env_id
 
+    if cfg.env.kind == "lm":  # not a Gymnasium id: prompts and a verifier (esbench.envs.lm)
+        return
     try:
         check_env_id(resolved_env_id(cfg.env))
     except ValueError as e:
@@ -50,6 +52,32 @@ def check_env_id_maps(cfg: DictConfig) -> None:
                 f"budget.stop_at_return_by_env.{env_id}: not a registered Gymnasium environment id{hint}; "
                 "allowed: an id such as HalfCheetah-v5 or ALE/Pong-v5"
             )
+
+
+@register_check
+def check_lm(cfg: DictConfig) -> None:
+    """env=lm needs its ``lm`` block, within the ranges of :class:`esbench.config.lm.LMConfig`."""
+    if cfg.env.kind != "lm":
+        return
+    from esbench.config import lm
+    from esbench.config.validate import check_fields
+
+    if OmegaConf.select(cfg, "lm", default=None) is None:
+        raise ConfigError("env.kind=lm needs the lm block: use env=lm (conf/env/lm.yaml)")
+    for name, schema in (
+        ("model", lm.ModelConfig),
+        ("pretrain", lm.PretrainConfig),
+        ("task_a", lm.TaskAConfig),
+        ("task_b", lm.TaskBConfig),
+        ("decoding", lm.DecodingConfig),
+    ):
+        check_fields(cfg.lm[name], schema, f"lm.{name}")
+    model = cfg.lm.model
+    if model.hub_id is None and model.hidden_size % model.num_heads:
+        raise ConfigError(
+            f"lm.model.hidden_size={model.hidden_size} is not a multiple of "
+            f"lm.model.num_heads={model.num_heads}"
+        )
 
 
 @register_check

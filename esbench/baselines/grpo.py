@@ -1,0 +1,139 @@
+"""GRPO on task B with TRL's ``GRPOTrainer`` (the field's reference implementation, not ours).
+
+Shao et al. 2024 (DeepSeekMath) group-relative policy optimization: for each prompt, sample
+``num_generations`` completions, score them with the same outcome reward the ES learners use
+(:meth:`esbench.envs.lm.tasks.CountdownTask.reward`, the exact verifier), standardize rewards
+within the group and take clipped policy-gradient steps. Everything here is configuration of
+``trl.GRPOTrainer``: it runs on the CPU, offline (``report_to="none"``, no hub), seeded
+(``seed`` and ``data_seed``), with sampling at ``temperature`` (GRPO needs diverse samples; the
+evaluation protocol stays greedy, :mod:`esbench.policies.lm.decoding`).
+
+The prompts are task B's ``train`` split, a pure function of ``prompt_seed``; their order is
+TRL's sampler's, seeded by ``seed``. Two runs with the same config and the same torch thread
+count give the same weights.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from datasets import Dataset
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from esbench.envs.lm.tasks import CountdownTask, Problem
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """What a GRPO run on task B does (TRL's ``GRPOConfig`` fields, named as TRL names them).
+
+    Attributes:
+        steps: Optimizer steps (``max_steps``).
+        prompts_per_step: Distinct prompts per step; each gets ``num_generations`` completions.
+        num_generations: Completions per prompt (the group).
+        max_completion_length: Longest completion in tokens.
+        learning_rate: AdamW's learning rate.
+        beta: Weight of the KL penalty to the reference (starting) model.
+        temperature: Sampling temperature of the completions.
+        seed: TRL's seed (sampling, data order).
+        prompt_seed: Seed of the prompt set.
+        num_prompts: Size of the prompt set the trainer draws from.
+    """
+
+    steps: int = 10
+    prompts_per_step: int = 4
+    num_generations: int = 4
+    max_completion_length: int = 12
+    learning_rate: float = 1e-4
+    beta: float = 0.04
+    temperature: float = 1.0
+    seed: int = 0
+    prompt_seed: int = 0
+    num_prompts: int = 256
+
+
+def reward_dataset(task: CountdownTask, problems: list[Problem]) -> Dataset:
+    """The prompts with the columns the reward function reads (``numbers``, ``target``)."""
+    return Dataset.from_dict(
+        {
+            "prompt": [p.prompt for p in problems],
+            "numbers": [list(p.numbers) for p in problems],
+            "target": [p.target for p in problems],
+        }
+    )
+
+
+def countdown_reward_function(task: CountdownTask) -> Any:
+    """A TRL reward function: the verifier's outcome reward of each completion."""
+
+    def countdown_reward(
+        prompts: list[str], completions: list[str], numbers: list[list[int]], target: list[int], **_: Any
+    ) -> list[float]:
+        return [
+            task.reward(c, Problem(p, "", tuple(n), int(t)))
+            for p, c, n, t in zip(prompts, completions, numbers, target, strict=True)
+        ]
+
+    return countdown_reward
+
+
+def train_grpo(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: CountdownTask,
+    settings: GRPOSettings,
+    output_dir: str | None = None,
+) -> tuple[PreTrainedModel, list[dict[str, float]]]:
+    """Train ``model`` (in place) on task B with GRPO for ``settings.steps`` steps.
+
+    Returns:
+        The trained model (the same object, in eval mode) and TRL's log rows (reward, loss, KL ...).
+    """
+    from trl import GRPOConfig, GRPOTrainer  # heavy import, only when GRPO runs
+
+    problems = task.sample(settings.prompt_seed, "train", settings.num_prompts)
+    with tempfile.TemporaryDirectory(prefix="esbench-grpo-") as tmp:
+        # TRL builds the KL reference model by loading the policy's ``_name_or_path``: point it at
+        # a copy of the starting weights on disk (no hub is involved).
+        start = f"{tmp}/start"
+        model.save_pretrained(start)
+        name, model.config._name_or_path = model.config._name_or_path, start
+        args = GRPOConfig(
+            output_dir=output_dir or tmp,
+            max_steps=settings.steps,
+            per_device_train_batch_size=settings.prompts_per_step * settings.num_generations,
+            gradient_accumulation_steps=1,
+            num_generations=settings.num_generations,
+            max_completion_length=settings.max_completion_length,
+            learning_rate=settings.learning_rate,
+            beta=settings.beta,
+            temperature=settings.temperature,
+            seed=settings.seed,
+            data_seed=settings.seed,
+            use_cpu=True,
+            report_to="none",
+            save_strategy="no",
+            logging_steps=1,
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            bf16=False,
+            fp16=False,
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=countdown_reward_function(task),
+            args=args,
+            train_dataset=reward_dataset(task, problems),
+            processing_class=tokenizer,
+        )
+        try:
+            trainer.train()
+        finally:
+            model.config._name_or_path = name  # the temporary copy is gone after this block
+        logs = [dict(row) for row in trainer.state.log_history]
+    trained = trainer.model
+    assert isinstance(trained, torch.nn.Module)
+    return trained.eval(), logs  # type: ignore[return-value]

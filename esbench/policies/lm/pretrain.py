@@ -1,0 +1,144 @@
+"""The prior capability: supervised next-token training on task A, cached by config hash.
+
+The retention study needs a model that already does task A before it learns task B. Nothing is
+downloaded, so it is made here: plain teacher-forced cross-entropy on ``<bos> prompt answer
+<eos>`` (loss on the answer and ``<eos>`` only), AdamW, a linear warm-up then a constant rate,
+batches drawn from task A's ``train`` split by (seed, step). Optionally a share of each batch
+(``countdown_fraction``) is solved Countdown puzzles with fewer numbers than task B's, so the
+task-A model starts task B knowing the answer format but not the task: its task-B reward is low
+but not zero, as a base model's is in the ES-for-LLM papers.
+
+Training is deterministic on the CPU for a given torch and thread count: no dropout, fixed
+initialization (``ModelConfig.init_seed``), data a pure function of (seed, step). The result is
+cached under ``$ESBENCH_CACHE/lm/<hash>/`` (default ``~/.cache/esbench``), the hash over
+everything that shapes the weights: ``model.safetensors`` (the state dict, data only) and
+``made.json`` (the configs, steps, seconds, held-out accuracy and loss, versions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from esbench.config.lm import ModelConfig, PretrainConfig
+from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
+from esbench.policies.lm.evaluation import answer_loss, task_reward, teacher_forced
+from esbench.policies.lm.model import build_model, build_tokenizer
+from esbench.utils.io import atomic_write_json
+
+#: Bump when the training procedure changes in a way the configs do not show.
+FORMAT = 1
+
+
+def cache_root() -> Path:
+    """``$ESBENCH_CACHE/lm`` (default ``~/.cache/esbench/lm``)."""
+    return Path(os.environ.get("ESBENCH_CACHE", Path.home() / ".cache" / "esbench")) / "lm"
+
+
+def config_hash(model: ModelConfig, pretrain: PretrainConfig, task: AdditionTask) -> str:
+    """First 16 hex digits of the sha256 of everything that shapes the pretrained weights."""
+    blob = json.dumps(
+        {"format": FORMAT, "model": model.as_dict(), "pretrain": asdict(pretrain), "task_a": asdict(task)},
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _batch(task: AdditionTask, cfg: PretrainConfig, step: int) -> list[Problem]:
+    n_cd = round(cfg.countdown_fraction * cfg.batch_size)
+    problems = task.sample(cfg.seed, "train", cfg.batch_size - n_cd, start=step * cfg.batch_size)
+    if n_cd:
+        mix = CountdownTask(count=cfg.countdown_count)
+        problems += mix.sample(cfg.seed, "train", n_cd, start=step * cfg.batch_size)
+    return problems
+
+
+def train(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: AdditionTask, cfg: PretrainConfig
+) -> dict[str, float]:
+    """Train ``model`` in place for ``cfg.steps`` steps; returns the last step's loss."""
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(cfg.warmup, 1)))
+    model.train()
+    loss = torch.zeros(())
+    for step in range(cfg.steps):
+        ids, mask, labels = teacher_forced(tokenizer, _batch(task, cfg, step))
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval()
+    return {"final_train_loss": float(loss)}
+
+
+def pretrained(
+    model_cfg: ModelConfig,
+    cfg: PretrainConfig,
+    task: AdditionTask,
+    max_new_tokens: int = 8,
+    cache: Path | None = None,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """The task-A model: loaded from the cache if made before, else trained and cached.
+
+    Returns:
+        (model, tokenizer, record), the record as in ``made.json`` plus ``cached`` (whether it was
+        loaded) and ``path``.
+    """
+    tokenizer = build_tokenizer(model_cfg)
+    model = build_model(model_cfg, tokenizer)
+    where = (cache or cache_root()) / config_hash(model_cfg, cfg, task)
+    if (where / "made.json").exists():
+        model.load_state_dict(load_file(str(where / "model.safetensors")))
+        record = json.loads((where / "made.json").read_text())
+        return model, tokenizer, {**record, "cached": True, "path": str(where)}
+    start = time.perf_counter()
+    last = train(model, tokenizer, task, cfg)
+    seconds = time.perf_counter() - start
+    held_out = task.sample(cfg.seed, "held_out", cfg.eval_size)
+    record = {
+        "config_hash": where.name,
+        "model": model_cfg.as_dict(),
+        "pretrain": asdict(cfg),
+        "task_a": asdict(task),
+        "steps": cfg.steps,
+        "seconds": round(seconds, 2),
+        "held_out_accuracy": float(task_reward(model, tokenizer, task, held_out, max_new_tokens)[0]),
+        "held_out_loss": answer_loss(model, tokenizer, held_out),
+        **last,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "torch_threads": torch.get_num_threads(),
+    }
+    _save(where, model, record)
+    return model, tokenizer, {**record, "cached": False, "path": str(where)}
+
+
+def _save(where: Path, model: PreTrainedModel, record: dict[str, Any]) -> None:
+    """Write weights and record into a temporary sibling, then move it into place (atomic)."""
+    where.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=where.parent, prefix=f".{where.name}-"))
+    try:
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / "model.safetensors"))
+        atomic_write_json(tmp / "made.json", record)
+        try:
+            tmp.rename(where)
+        except OSError:  # another process made it first: theirs is the same model
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
