@@ -1,4 +1,4 @@
-"""Learning curves aggregated across seeds (mean + bootstrap band) and across tasks (IQM).
+"""Learning curves aggregated across seeds (mean + Student-t band) and across tasks (IQM).
 
 Input is the tidy curve table of :mod:`esbench.analysis.load`; output is a tidy table of one row
 per (condition, grid point), ready to draw or to read targets off.
@@ -29,7 +29,7 @@ def mean_curve(
         curves: Curve-table rows of one condition (e.g. one algo on one env).
         x: x column (``timesteps``, ``wall_clock_s``, ``frames``).
         y: y column.
-        rng: Generator for the 95% bootstrap band; None skips the band (low/high NaN).
+        rng: Generator passed to :func:`~esbench.analysis.stats.mean_ci` for the 95% band; None skips the band (low/high NaN).
         stopped: run_ids that ended at their target score (``budget.stop_at_return``): carried
             forward at their stopping score to the end of the others (their end does not cut the
             curve short; :func:`esbench.analysis.stats.interpolate_runs`).

@@ -1,9 +1,9 @@
 """Which environment versions a set of runs used, against the versions the paper ran.
 
 Salimans et al. (2017) ran OpenAI Gym's v1 MuJoCo tasks (mujoco-py on MuJoCo 1.31,
-``../shared/reference/README.md``); esbench runs Gymnasium's v5 tasks on the ``mujoco`` bindings.
-Rewards, terminations and observations differ in places between the two (README, "MuJoCo v1 (the
-paper) vs v5 (esbench)"), so a report must say which versions produced its numbers. The paper's
+``results/reference/README.md``); esbench runs Gymnasium's v5 tasks on the ``mujoco`` bindings.
+Rewards, terminations and observations differ in places between the two
+(docs/mujoco-v1-vs-v5.md), so a report must say which versions produced its numbers. The paper's
 Atari games went through the preprocessing of Mnih et al. (2016); it does not name its emulator or
 Gym version, and this line says so rather than guess.
 """
@@ -16,10 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-#: What the paper ran, per env kind (from the paper and ``../shared/reference/README.md``).
+#: What the paper ran, per env kind (from the paper and ``results/reference/README.md``).
 PAPER_ENVS: dict[str, str] = {
-    "mujoco": "gym v1 MuJoCo tasks (mujoco-py, MuJoCo 1.31); what changed since: README, "
-    "'MuJoCo v1 (the paper) vs v5 (esbench)'",
+    "mujoco": "gym v1 MuJoCo tasks (mujoco-py, MuJoCo 1.31); what changed since: docs/mujoco-v1-vs-v5.md",
     "atari": "the ALE with Mnih et al. 2016's preprocessing (emulator and Gym versions not stated)",
 }
 

@@ -163,7 +163,7 @@ def plot_learning_curves(
     stopped: Collection[object] | None = None,
     per_seed: bool | None = None,
 ) -> list[Path]:
-    """Mean evaluation return over seeds with its 95% bootstrap band, one panel per env.
+    """Mean evaluation return over seeds with its 95% Student-t band, one panel per env.
 
     With more than one environment (and series = algo only) a last panel shows the IQM over
     tasks of min-max normalized scores against the fraction of each task's budget (stratified
@@ -476,7 +476,7 @@ def plot_retention_curves(
 
     Earlier stages' curves during later stages show the forgetting (and its transient drops);
     ES algorithms are drawn solid, RL dashed, each in its registry colour, as the mean over seeds
-    with a 95% percentile bootstrap band. Dotted vertical lines mark the stage boundaries (mean
+    with a 95% Student-t band. Dotted vertical lines mark the stage boundaries (mean
     ``T_k`` over runs); the shaded span is the stage's own training.
 
     Args:
@@ -531,7 +531,7 @@ def plot_retention_drift(
     boundaries where snapshots exist: relative L2 distance and update sparsity (``|Δ| <= tau``).
 
     One pair of panels per sequence; one line per algorithm (ES solid, RL dashed), mean over seeds
-    with 95% bootstrap error bars, starting from (0, 0) and (0, 1).
+    with 95% Student-t error bars, starting from (0, 0) and (0, 1).
 
     Args:
         drift: :attr:`esbench.analysis.retention_report.RetentionData.drift`.
@@ -602,7 +602,7 @@ def plot_retention_drift_curves(
     Relative L2 drift and update sparsity of the parameters from the last stage-boundary snapshot
     (they restart at every boundary), and the policy KL on the states each ended stage's final
     policy visited (mean over the ended stages; from the first boundary on). ES solid, RL dashed;
-    mean over seeds with a 95% bootstrap band; dotted lines: the stage boundaries (mean ``T_k``).
+    mean over seeds with a 95% Student-t band; dotted lines: the stage boundaries (mean ``T_k``).
 
     Args:
         drift_curves: :attr:`esbench.analysis.retention_report.RetentionData.drift_curves`.

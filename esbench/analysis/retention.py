@@ -95,7 +95,7 @@ stochastic SB3 Gaussian policies (means and log-stds). :func:`run_retention`'s `
 point's value per stage, ``KL(π_k || π_final)``.
 
 Across seeds (:func:`retention_table`): seeds are the replication unit; every metric gets its mean
-over seeds and a percentile bootstrap 95% CI from :func:`esbench.analysis.stats.mean_ci` (one
+over seeds and a Student-t 95% CI from :func:`esbench.analysis.stats.mean_ci` (one
 seeded Generator), per (algo, sequence, stage).
 """
 
@@ -727,7 +727,7 @@ def retention_table(
     confidence: float = 0.95,
     allow_partial: bool = False,
 ) -> pd.DataFrame:
-    """Mean over seeds and bootstrap CI of every metric per (algo, sequence, stage).
+    """Mean over seeds and Student-t CI of every metric per (algo, sequence, stage).
 
     Args:
         per_run: :func:`run_retention` tables of several runs, concatenated, each with columns
@@ -835,7 +835,7 @@ def write_retention_table(table: pd.DataFrame, out_dir: Path, last_k: int = LAST
         "(Wołczyk et al. 2021). Drift: L2 distance of the final parameters from the end of the stage. "
         "KL: mean, over the states the policy that ended the stage visited on it, of KL(that policy || "
         "the final one) (ES continuous actions: Gaussians of std 0.01 around them; DQN: Q-values as "
-        "logits). Mean over seeds with percentile bootstrap 95% CIs."
+        "logits). Mean over seeds with Student-t 95% CIs."
     )
     return write_table(
         table,

@@ -6,7 +6,7 @@ express live in field metadata (``gt``, ``ge``, ``le``, ``choices``) and are che
 :func:`esbench.config.validate.validate`. Config group files under ``conf/`` fill these schemas.
 
 Structural choices (population size, antithetic sampling, optimizer) are kept apart from the numbers
-one sweeps, as evosax does; defaults are the paper's (``../shared/reference/README.md``).
+one sweeps, as evosax does; defaults are the paper's (``results/reference/README.md``).
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ class ESConfig:
     # Execution knobs (the numbers do not depend on them). A generation is split into about
     # workers*tasks_per_worker Dask tasks; an MLP or CNN task steps up to rollout_batch episodes in
     # lockstep, in rounds as full as possible. One large task per worker amortizes the batched
-    # forward pass best (`esbench bench`, README); Atari's variable-length episodes use 2.
+    # forward pass best (`esbench bench`, docs/benchmarks.md); Atari's variable-length episodes use 2.
     tasks_per_worker: int = _c(1, ge=1)
     rollout_batch: int = _c(32, ge=1)
     # Generation records each task's sync message carries, so a worker up to this many generations
     # behind catches up by replay; one further behind is sent a snapshot (the numbers are the same).
-    # 1 makes messages ~4x smaller at 10,000 episodes (`esbench bench projection`, README).
+    # 1 makes messages ~4x smaller at 10,000 episodes (`esbench bench projection`, docs/benchmarks.md).
     sync_history: int = _c(4, ge=1)
 
 

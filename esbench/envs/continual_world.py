@@ -4,7 +4,7 @@ Importing this module (Gymnasium's ``module:id`` form does:
 ``env.id: esbench.envs.continual_world:CW/hammer-v3``) applies the MuJoCo 4 fix of
 :mod:`esbench.envs.metaworld_compat` and registers ``CW/<task>`` for every Meta-World v3 task.
 CW10, the ten-task sequence of the paper, is :data:`CW10`; ``conf/sequence/cw10.yaml`` trains it.
-Meta-World is an optional extra (``make install-cw``; README, "Task sequences").
+Meta-World is an optional extra (``make install-cw``; docs/guides/sequences.md).
 
 What follows Continual World (``continualworld/envs.py`` and ``utils/wrappers.py`` of the
 authors' repository), each point with the reason:
@@ -46,7 +46,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "Continual World needs Meta-World, an optional extra: `make install-cw` "
-        "(pip install --no-deps 'metaworld==3.1.1'; README, 'Task sequences')"
+        "(pip install --no-deps 'metaworld==3.1.1'; see docs/guides/sequences.md)"
     ) from e
 
 from esbench.envs.metaworld_compat import patch_metaworld

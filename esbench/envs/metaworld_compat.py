@@ -24,7 +24,7 @@ HalfCheetah-v5 differs from step 1), so results with this fix are reproducible o
 (Meta-World's 50 hand-settling simulation steps); over 20 seeded placements of 200 steps,
 Meta-World's scripted expert policies reach the same success rates under both versions within
 0.15 on nine tasks, their mean returns within 1% on six; shelf-place's expert succeeds less often
-on MuJoCo 4 (0.83 against 0.97 over 60 placements). The table is in the README ("Task sequences").
+on MuJoCo 4 (0.83 against 0.97 over 60 placements). The table is in docs/guides/sequences.md.
 
 This module imports without Meta-World (the fix itself is tested on synthetic arrays);
 :mod:`esbench.envs.continual_world` applies it when it builds a Meta-World environment.

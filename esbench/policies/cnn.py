@@ -367,7 +367,7 @@ class BatchedCNN:
     Speed: batching saves the per-call overhead of the small layers (about 40 us per oneDNN
     convolution call), but each member brings its own 2.6 MB fully connected matrix, read once per
     step. A few slots per worker keep those in the last-level cache; many spill to memory and are
-    slower per member than playing one by one (``esbench bench atari``, README).
+    slower per member than playing one by one (``esbench bench atari``, docs/benchmarks.md).
 
     A slot's VBN statistics come from its own parameters on the template's reference batch:
     :meth:`set_slot` runs :meth:`CNNPolicy.set_params` on the template (one reference forward pass

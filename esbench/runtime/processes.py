@@ -3,7 +3,7 @@
 A :class:`~distributed.LocalCluster` runs its scheduler inside the driver process and talks to its
 workers through nannies it owns. A cluster of machines does not: the scheduler is its own process,
 and every worker is a separate ``dask worker`` (with its nanny) that connected over TCP. This kind
-starts exactly that on 127.0.0.1 (the command lines a user would type, README "Clusters"), so the
+starts exactly that on 127.0.0.1 (the command lines a user would type, docs/guides/clusters.md), so the
 scaling recipe measures the scheduler path a cluster uses, including with more workers than cores
 (oversubscribed), and stops every process it started when the run ends.
 
