@@ -29,7 +29,8 @@ def mean_curve(
         curves: Curve-table rows of one condition (e.g. one algo on one env).
         x: x column (``timesteps``, ``wall_clock_s``, ``frames``).
         y: y column.
-        rng: Generator passed to :func:`~esbench.analysis.stats.mean_ci` for the 95% band; None skips the band (low/high NaN).
+        rng: Generator passed to :func:`~esbench.analysis.stats.mean_ci` (95% Student-t band);
+            None skips the band (low/high NaN).
         stopped: run_ids that ended at their target score (``budget.stop_at_return``): carried
             forward at their stopping score to the end of the others (their end does not cut the
             curve short; :func:`esbench.analysis.stats.interpolate_runs`).
