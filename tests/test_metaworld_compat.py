@@ -123,7 +123,7 @@ def test_scripted_expert_succeeds_on_mujoco_4(cw: ModuleType, task: str) -> None
     """Meta-World's own scripted policies still solve the tasks: the welded hand is actuated.
 
     These three: success on 20 of 20 seeded placements on both MuJoCo 4.0.0 (with the fix) and
-    Meta-World's MuJoCo 3.3.0 (README, "Task sequences")."""
+    Meta-World's MuJoCo 3.3.0 (docs/guides/sequences.md)."""
     import metaworld.policies as policies
 
     name = "Sawyer" + "".join(w.capitalize() for w in task.removesuffix("-v3").split("-")) + "V3Policy"
