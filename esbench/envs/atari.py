@@ -61,7 +61,10 @@ TABLE2_CSV = reference_dir() / "salimans2017_atari_table2.csv"
 def _load_table2(path: Path = TABLE2_CSV) -> tuple[tuple[str, ...], dict[str, str]]:
     """Read Table 2's game names and their ALE v5 ids from the reference CSV."""
     if not path.is_file():
-        raise FileNotFoundError(f"Atari reference table not found at {path} (it ships with esbench: results/reference/ in the source tree; reinstall esbench)")
+        raise FileNotFoundError(
+            f"Atari reference table not found at {path} "
+            "(it ships with esbench, from results/reference/: reinstall esbench)"
+        )
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     names = tuple(row["game"] for row in rows)
