@@ -68,6 +68,7 @@ class TaskBConfig:
     max_number: int = _c(9, ge=1)
     max_target: int = _c(99, ge=1)
     held_out_fraction: float = _c(0.2, gt=0.0, lt=1.0)
+    format_score: float = _c(0.1, ge=0.0, lt=1.0)  # reward of a well-formed wrong answer (TinyZero)
 
 
 @dataclass
