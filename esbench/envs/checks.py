@@ -54,6 +54,10 @@ def check_env_id_maps(cfg: DictConfig) -> None:
             )
 
 
+#: The learners that train a language model (esbench.training.lm, esbench.training.lm_grpo).
+LM_ALGORITHMS = ("openai_es", "eggroll", "grpo")
+
+
 @register_check
 def check_lm(cfg: DictConfig) -> None:
     """env=lm needs its ``lm`` block, within the ranges of :class:`esbench.config.lm.LMConfig`."""
@@ -72,6 +76,14 @@ def check_lm(cfg: DictConfig) -> None:
         ("decoding", lm.DecodingConfig),
     ):
         check_fields(cfg.lm[name], schema, f"lm.{name}")
+    algo = str(cfg.algo.name)
+    if algo not in LM_ALGORITHMS:
+        raise ConfigError(f"algo={algo} with env=lm; allowed: {', '.join(LM_ALGORITHMS)}")
+    if algo != "grpo" and (not bool(cfg.algo.antithetic) or int(cfg.algo.population_size) % 2):
+        raise ConfigError(
+            f"algo.population_size={cfg.algo.population_size} algo.antithetic={cfg.algo.antithetic} "
+            "with env=lm; allowed: algo.antithetic=true and an even algo.population_size"
+        )
     model = cfg.lm.model
     if model.hub_id is None and model.hidden_size % model.num_heads:
         raise ConfigError(

@@ -206,22 +206,9 @@ class LMEvaluator:
 # --- the ES learner -------------------------------------------------------------------------------
 
 
-def check_lm_algo(cfg: DictConfig) -> None:
-    """env=lm trains with openai_es, eggroll or grpo; ES needs antithetic pairs."""
-    algo = str(cfg.algo.name)
-    if algo not in ("openai_es", "eggroll", "grpo"):
-        raise ConfigError(f"algo={algo} with env=lm; allowed: openai_es, eggroll, grpo")
-    if algo != "grpo" and (not bool(cfg.algo.antithetic) or int(cfg.algo.population_size) % 2):
-        raise ConfigError(
-            f"algo.population_size={cfg.algo.population_size} algo.antithetic={cfg.algo.antithetic} "
-            "with env=lm; allowed: antithetic=true and an even population_size"
-        )
-
-
 def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train OpenAI-ES or EGGROLL on a language model as ``cfg`` says; returns the summary dict."""
     del run_key  # the noise is named by (seed, generation, member): nothing else to key
-    check_lm_algo(cfg)
     torch.set_num_threads(max(1, int(OmegaConf.select(cfg, "torch_threads", default=1) or 1)))
     plan = stage_plan(cfg)
     for stage in plan.stages:
