@@ -35,10 +35,10 @@ TINY = [
     "lm.decoding.eval_prompts=8",
     "lm.decoding.fitness_prompts=4",
     "lm.decoding.max_new_tokens=6",
-    "algo.population_size=4",
-    "algo.sigma=0.05",
     "eval.interval_timesteps=32",
 ]
+#: ES with 4 members, a sigma large enough that members of the tiny model differ.
+ES = ["algo.population_size=4", "algo.sigma=0.05"]
 #: Train task A itself (a reward the tiny prior already earns sometimes: the update is not zero).
 ON_ADDITION = ["env.kwargs.task=addition", "budget.timesteps=64"]
 LM_COLUMNS = ["solve_rate", "prior_accuracy", "prior_loss", "prior_kl"]
@@ -75,8 +75,8 @@ def test_countdown_format_score_on_hand_made_cases(expr: str, numbers: list[int]
 
 
 def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path: Path) -> None:
-    first, summary = _run(tmp_path / "a", "algo=eggroll", *ON_ADDITION)
-    again, summary2 = _run(tmp_path / "b", "algo=eggroll", *ON_ADDITION)
+    first, summary = _run(tmp_path / "a", "algo=eggroll", *ES, *ON_ADDITION)
+    again, summary2 = _run(tmp_path / "b", "algo=eggroll", *ES, *ON_ADDITION)
     points = first[first["eval_return_mean"].notna()]
     assert list(points["timesteps"]) == [0, 32, 64]  # a point at 0, every 32 completions, the end
     assert list(first["timesteps"]) == [0, 16, 32, 48, 64]  # 4 members x 4 prompts per generation
@@ -87,17 +87,28 @@ def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path
     assert (first["grad_norm"].dropna() > 0).any()  # members differed: the update is not zero
     assert summary["params_sha256"] == summary2["params_sha256"]  # same seed, same parameters
     pd.testing.assert_frame_equal(first.drop(columns=TIMING_COLUMNS), again.drop(columns=TIMING_COLUMNS))
-    other, summary3 = _run(tmp_path / "c", "algo=eggroll", *ON_ADDITION, "seed=1")
+    other, summary3 = _run(tmp_path / "c", "algo=eggroll", *ES, *ON_ADDITION, "seed=1")
     assert summary3["params_sha256"] != summary["params_sha256"]
     assert summary["prior"]["steps"] == 150 and summary["generations"] == 4
 
 
 def test_lm_es_on_countdown_scores_format_and_solve_rate_apart(tmp_path: Path) -> None:
-    metrics, summary = _run(tmp_path, "algo=openai_es", "budget.timesteps=32")
+    metrics, summary = _run(tmp_path, "algo=openai_es", *ES, "budget.timesteps=32")
     points = metrics[metrics["eval_return_mean"].notna()]
     assert set(points["eval_task"]) == {"lm"} and summary["stages"] == ["lm"]
     assert (points["eval_return_mean"] >= points["solve_rate"]).all()  # the format score only adds
     assert points[LM_COLUMNS].notna().all().all()
+
+
+def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
+    grpo = ["algo=grpo", "algo.prompts_per_step=2", "algo.num_generations=4"]
+    metrics, summary = _run(tmp_path / "a", *grpo, *ON_ADDITION)
+    assert list(metrics["timesteps"]) == [0, 8, 16, 24, 32, 40, 48, 56, 64]  # 2 prompts x 4 samples a step
+    points = metrics[metrics["eval_return_mean"].notna()]
+    assert list(points["timesteps"]) == [0, 32, 64] and points[LM_COLUMNS].notna().all().all()
+    assert (points["prior_kl"].iloc[1:] > 0).all() and metrics["train_return_mean"].iloc[1:].notna().all()
+    again, summary2 = _run(tmp_path / "b", *grpo, *ON_ADDITION)
+    assert summary["params_sha256"] == summary2["params_sha256"]  # seeded: the same weights
 
 
 def test_env_lm_refuses_other_algorithms() -> None:
@@ -105,11 +116,13 @@ def test_env_lm_refuses_other_algorithms() -> None:
 
     with pytest.raises(ConfigError, match="algo=snes with env=lm; allowed: openai_es, eggroll, grpo"):
         compose_run_config([*TINY, "algo=snes"])
+    with pytest.raises(ConfigError, match="even algo.population_size"):
+        compose_run_config([*TINY, "algo=openai_es", "algo.population_size=5"])
 
 
 @pytest.mark.slow
 def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path) -> None:
-    args = [*TINY, "algo=eggroll", "env.kwargs.task=addition", "budget.timesteps=1600", "checkpoint_every=1", "eval.interval_timesteps=400"]
+    args = [*TINY, "algo=eggroll", *ES, "env.kwargs.task=addition", "budget.timesteps=1600", "checkpoint_every=1", "eval.interval_timesteps=400"]
     killed = kill_after_checkpoint(args, tmp_path / "killed", rows=4)
     esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)

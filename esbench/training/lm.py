@@ -209,6 +209,14 @@ class LMEvaluator:
 def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train OpenAI-ES or EGGROLL on a language model as ``cfg`` says; returns the summary dict."""
     del run_key  # the noise is named by (seed, generation, member): nothing else to key
+    return run_lm_learner(cfg, store, logger, LMESLearner)
+
+
+def run_lm_learner(
+    cfg: DictConfig, store: RunStore, logger: MetricsLogger, learner_cls: type[LMLearner]
+) -> dict[str, Any]:
+    """The driver every LM learner shares: the task-A model, resume or a fresh start, the walk
+    through the stages (:func:`~esbench.training.loop.walk_stages`), the summary."""
     torch.set_num_threads(max(1, int(OmegaConf.select(cfg, "torch_threads", default=1) or 1)))
     plan = stage_plan(cfg)
     for stage in plan.stages:
@@ -226,7 +234,7 @@ def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
         prog = LMProgress(next_eval_at=interval)
         prog.snapshots = [flat_params(model)]
     loop = SequenceLoop(plan, prog, interval, None)
-    learner = LMESLearner(cfg, store, logger, loop, model, tok, LMEvaluator(cfg, tok, reference))
+    learner = learner_cls(cfg, store, logger, loop, model, tok, LMEvaluator(cfg, tok, reference))
     walk_stages(loop, learner)
     learner.on_stage_end()
     return {
@@ -236,8 +244,10 @@ def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     }
 
 
-class LMESLearner:
-    """The LM ES :class:`~esbench.training.learner.Learner`: one batched forward per generation.
+class LMLearner:
+    """What every LM :class:`~esbench.training.learner.Learner` shares: the evaluation point
+    (task rewards, solve rates, the prior's measures, ``policy_kl`` on answer positions), rows,
+    snapshots and the data-only checkpoint of the parameters. Subclasses train a stage.
 
     Args:
         cfg: The run config.
@@ -264,12 +274,6 @@ class LMESLearner:
         self.plan = loop.plan
         self.prog: LMProgress = loop.p
         self.model, self.tok, self.ev = model, tokenizer, evaluator
-        rank = int(cfg.algo.rank) if str(cfg.algo.name) == "eggroll" else None
-        self.pop = PopulationModel(model, rank=rank)
-        self.members = antithetic(int(cfg.algo.population_size))
-        self.sigma = float(cfg.algo.sigma)
-        self.lr = float(cfg.algo.learning_rate)
-        self.batch = int(cfg.lm.decoding.fitness_prompts)
         self.tasks = tasks(cfg)
         self._t0 = time.perf_counter()
         self._wall0 = self.prog.wall_clock_s
@@ -304,12 +308,79 @@ class LMESLearner:
         self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
 
     def train_stage(self) -> None:
+        """Train the current stage (the subclass's)."""
+        raise NotImplementedError
+
+    def _closing_point(self) -> None:
+        """A stage with budget 0 (a sequence's stage the prior already trained): its closing point."""
+        point = self.loop.evaluation_point(self, stage_end=True)
+        self._clock()
+        self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
+
+    def _norm(self) -> float:
+        return float(np.linalg.norm(self.params().astype(np.float64)))
+
+    def on_stage_end(self) -> None:
+        """Write the stage-boundary snapshots and the recorded stage states."""
+        p = self.prog
+        write_snapshots(self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries)
+        write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
+
+    def on_stage_begin(self, stage: Stage) -> None:
+        """Nothing carries over but the parameters (an LM learner's optimizer starts afresh)."""
+        del stage
+
+    def checkpoint(self) -> None:
+        """The parameter vector and the counters, with the count of rows written."""
+        save_checkpoint(self.store, LM_STATE, LMLearnerState(self.params(), self.prog), len(self.logger.rows))
+
+    # --- an evaluation point ----------------------------------------------------------------------
+    def evaluate_stage(self, j: int) -> StageEval:
+        """Stage ``j``'s task on its held-out prompts (greedy); the prior's measures with the first."""
+        if j == 0:
+            self._prior = self.ev.prior(self.model)
+        stage = self.plan.stages[j]
+        mean, std, solved, n = self.ev.task(self.model, stage_task(stage))
+        self._solve[stage.name] = solved
+        return StageEval(stage.name, mean, std, n)
+
+    def record_states(self) -> StageStates:
+        """The trained stage's answer positions and the model's distributions there now."""
+        stage = self.loop.stage
+        states = self.ev.answer_states(stage_task(stage))
+        return StageStates(stage.name, states, self.distribution(states), 0)
+
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        """The model's next-token distributions at the answer positions of ``states``."""
+        return self.ev.distribution(self.model, states)
+
+    def params(self) -> np.ndarray:
+        """The flat parameter vector."""
+        return flat_params(self.model)
+
+
+class LMESLearner(LMLearner):
+    """ES on a language model: every generation's population in one batched forward pass
+    (:class:`~esbench.policies.lm.population.PopulationModel`; full rank for ``openai_es``, rank
+    ``algo.rank`` for ``eggroll``), fitness the mean reward on one prompt batch of the stage's
+    task (``lm.decoding.fitness_prompts`` ``train`` prompts, a function of (seed, generation)),
+    the update Eq. (2) of that module (``algo.learning_rate``, ``algo.sigma``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cfg = self.cfg
+        rank = int(cfg.algo.rank) if str(cfg.algo.name) == "eggroll" else None
+        self.pop = PopulationModel(self.model, rank=rank)
+        self.members = antithetic(int(cfg.algo.population_size))
+        self.sigma = float(cfg.algo.sigma)
+        self.lr = float(cfg.algo.learning_rate)
+        self.batch = int(cfg.lm.decoding.fitness_prompts)
+
+    def train_stage(self) -> None:
         """Generations until the stage's budget is spent (a stage with budget 0 only takes its
         closing point)."""
         if self.loop.stage_done():
-            point = self.loop.evaluation_point(self, stage_end=True)
-            self._clock()
-            self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
+            self._closing_point()
             return
         while not self._generation():
             pass
@@ -351,43 +422,3 @@ class LMESLearner:
             self.checkpoint()
         return stage_done
 
-    def _norm(self) -> float:
-        return float(np.linalg.norm(self.params().astype(np.float64)))
-
-    def on_stage_end(self) -> None:
-        """Write the stage-boundary snapshots and the recorded stage states."""
-        p = self.prog
-        write_snapshots(self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries)
-        write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
-
-    def on_stage_begin(self, stage: Stage) -> None:
-        """Nothing carries over but the parameters (plain SGD has no optimizer state)."""
-        del stage
-
-    def checkpoint(self) -> None:
-        """The parameter vector and the counters, with the count of rows written."""
-        save_checkpoint(self.store, LM_STATE, LMLearnerState(self.params(), self.prog), len(self.logger.rows))
-
-    # --- an evaluation point ----------------------------------------------------------------------
-    def evaluate_stage(self, j: int) -> StageEval:
-        """Stage ``j``'s task on its held-out prompts (greedy); the prior's measures with the first."""
-        if j == 0:
-            self._prior = self.ev.prior(self.model)
-        stage = self.plan.stages[j]
-        mean, std, solved, n = self.ev.task(self.model, stage_task(stage))
-        self._solve[stage.name] = solved
-        return StageEval(stage.name, mean, std, n)
-
-    def record_states(self) -> StageStates:
-        """The trained stage's answer positions and the model's distributions there now."""
-        stage = self.loop.stage
-        states = self.ev.answer_states(stage_task(stage))
-        return StageStates(stage.name, states, self.distribution(states), 0)
-
-    def distribution(self, states: np.ndarray) -> ActionDist:
-        """The model's next-token distributions at the answer positions of ``states``."""
-        return self.ev.distribution(self.model, states)
-
-    def params(self) -> np.ndarray:
-        """The flat parameter vector."""
-        return flat_params(self.model)
