@@ -111,11 +111,34 @@ def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
     assert summary["params_sha256"] == summary2["params_sha256"]  # seeded: the same weights
 
 
+def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Path) -> None:
+    metrics, summary = _run(
+        tmp_path, "algo=eggroll", *ES, "sequence=lm_addition_to_countdown", "budget.stage_timesteps=32"
+    )
+    assert summary["stages"] == ["addition", "countdown"] and summary["stage_boundaries"] == [0, 32]
+    points = metrics[metrics["eval_return_mean"].notna()]
+    assert set(points["eval_task"]) == {"addition", "countdown"}
+    assert set(metrics.loc[metrics["timesteps"] > 0, "train_task"]) == {"countdown"}
+    a = points[points["eval_task"] == "addition"]
+    assert (a["eval_return_mean"] == a["prior_accuracy"]).all()  # stage A is task A: one measure
+    kl = a["policy_kl"].dropna()  # from the model that ended stage A (the prior): prior_kl again
+    assert (a.groupby("timesteps").size() == 1).all()  # one point at timestep 0, though stage A closed there
+    assert len(kl) >= 2 and np.allclose(kl, a.loc[kl.index, "prior_kl"])
+    from esbench.analysis.retention import load_snapshots, sequence_curves
+
+    snaps = load_snapshots(only_run_dir(tmp_path) / "snapshots.npz")
+    assert snaps.params.shape[0] == 3  # the prior twice (start of A, start of B), then the final one
+    curves = sequence_curves(metrics, summary["stages"], summary["stage_boundaries"])
+    assert curves is not None
+
+
 def test_env_lm_refuses_other_algorithms() -> None:
     from esbench.config.validate import ConfigError
 
     with pytest.raises(ConfigError, match="algo=snes with env=lm; allowed: openai_es, eggroll, grpo"):
         compose_run_config([*TINY, "algo=snes"])
+    with pytest.raises(ConfigError, match="timesteps=0 is out of range"):
+        compose_run_config(["sequence=cartpole_pair", "sequence.stage_timesteps=null", "sequence.stages.0.timesteps=0"])
     with pytest.raises(ConfigError, match="even algo.population_size"):
         compose_run_config([*TINY, "algo=openai_es", "algo.population_size=5"])
 

@@ -56,6 +56,8 @@ def check_env_id_maps(cfg: DictConfig) -> None:
 
 #: The learners that train a language model (esbench.training.lm, esbench.training.lm_grpo).
 LM_ALGORITHMS = ("openai_es", "eggroll", "grpo")
+#: The tasks an env=lm stage may train (``env.kwargs.task``; esbench.training.lm).
+LM_TASKS = ("countdown", "addition")
 
 
 @register_check
@@ -178,6 +180,16 @@ def check_env_dynamics(cfg: DictConfig) -> None:
     _env_spaces(stage_env_configs(cfg)[0], "env")
 
 
+def _check_lm_stage_tasks(cfg: DictConfig) -> None:
+    """Every stage of an env=lm sequence names a task (``env.kwargs.task``) the LM learners know."""
+    for k, env_cfg in enumerate(stage_env_configs(cfg)):
+        task = (env_cfg.get("kwargs") or {}).get("task", "countdown")
+        if task not in LM_TASKS:
+            raise ConfigError(
+                f"{stage_label(cfg, k)}: env.kwargs.task={task!r}; allowed: {', '.join(LM_TASKS)}"
+            )
+
+
 @register_check
 def check_stage_envs(cfg: DictConfig) -> None:
     """Every stage's environment exists, builds, and has stage 0's observation and action spaces.
@@ -187,6 +199,9 @@ def check_stage_envs(cfg: DictConfig) -> None:
     built once per process (never stepped), as the DQN discrete-action check does.
     """
     if not OmegaConf.select(cfg, "sequence.stages", default=None):
+        return
+    if cfg.env.kind == "lm":  # prompts and a verifier, no spaces: each stage names its task
+        _check_lm_stage_tasks(cfg)
         return
     from esbench.envs.factory import check_env_id, resolved_env_id
 

@@ -39,6 +39,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from esbench.config.errors import ConfigError
 from esbench.config.lm import ModelConfig, PretrainConfig
+from esbench.envs.checks import LM_TASKS
 from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
 from esbench.policies.distribution import CATEGORICAL, ActionDist
 from esbench.policies.lm.decoding import greedy_completions
@@ -58,7 +59,7 @@ from esbench.utils.seeding import sha256_array
 log = logging.getLogger(__name__)
 
 #: What ``env.kwargs.task`` may name.
-TASKS = ("countdown", "addition")
+TASKS = LM_TASKS
 #: Held-out prompts whose answer positions a stage's ``policy_kl`` is measured on.
 KL_PROMPTS = 64
 
@@ -68,6 +69,7 @@ class LMProgress(SequenceProgress):
     """An LM run's counters: the loop's, and the ES generation (or GRPO step) count."""
 
     generation: int = 0
+    last_point_at: int = -1  # the timesteps of the last evaluation point
 
 
 @dataclass
@@ -302,8 +304,13 @@ class LMLearner:
 
     # --- the walk ---------------------------------------------------------------------------------
     def first_point(self) -> None:
-        """The point at timestep 0: the task-A model itself."""
-        point = self.loop.evaluation_point(self)
+        """The point at timestep 0: the task-A model itself (also the closing point of a first
+        stage with budget 0, whose training was the pretraining)."""
+        self._point(stage_end=self.loop.stage_done())
+
+    def _point(self, stage_end: bool) -> None:
+        point = self.loop.evaluation_point(self, stage_end=stage_end)
+        self.prog.last_point_at = self.prog.timesteps
         self._clock()
         self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
 
@@ -312,10 +319,10 @@ class LMLearner:
         raise NotImplementedError
 
     def _closing_point(self) -> None:
-        """A stage with budget 0 (a sequence's stage the prior already trained): its closing point."""
-        point = self.loop.evaluation_point(self, stage_end=True)
-        self._clock()
-        self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
+        """A stage with budget 0 (a sequence's stage the prior already trained): its closing point,
+        unless a point was just taken at these timesteps (one point per timestep and stage)."""
+        if self.prog.last_point_at != self.prog.timesteps:
+            self._point(stage_end=True)
 
     def _norm(self) -> float:
         return float(np.linalg.norm(self.params().astype(np.float64)))
@@ -407,7 +414,10 @@ class LMESLearner(LMLearner):
         prog.frames += n
         prog.episodes += n
         stage_done = loop.stage_done()
-        point = loop.evaluation_point(self, stage_end=stage_done) if loop.point_due(stage_done) else None
+        point = None
+        if loop.point_due(stage_done):
+            point = loop.evaluation_point(self, stage_end=stage_done)
+            prog.last_point_at = prog.timesteps
         self._clock()
         train = {
             "train_return_mean": float(fitness.mean()),

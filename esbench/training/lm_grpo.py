@@ -87,6 +87,7 @@ class LMGRPOLearner(LMLearner):
             training = self.model.training
             self.model.eval()
             point = loop.evaluation_point(self, stage_end=stage_done)
+            prog.last_point_at = prog.timesteps
             self.model.train(training)
         self._clock()
         train = {
