@@ -65,7 +65,9 @@ def _run(tmp: Path, *overrides: str) -> tuple[pd.DataFrame, dict]:
         ("9*2", [9, 2, 7], 18, 0.1),  # the task-A model's typical answer: two of three numbers
     ],
 )
-def test_countdown_format_score_on_hand_made_cases(expr: str, numbers: list[int], target: int, reward: float) -> None:
+def test_countdown_format_score_on_hand_made_cases(
+    expr: str, numbers: list[int], target: int, reward: float
+) -> None:
     assert countdown_reward(expr, numbers, target, format_score=0.1) == reward
     problem = Problem("", "", tuple(numbers), target)
     task = CountdownTask(format_score=0.1)
@@ -82,12 +84,14 @@ def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path
     assert list(first["timesteps"]) == [0, 16, 32, 48, 64]  # 4 members x 4 prompts per generation
     for col in LM_COLUMNS:
         assert points[col].notna().all(), col
-    assert (points["prior_kl"].iloc[0] == 0.0) and (points["prior_kl"].iloc[1:] > 0).all()  # moved off the prior
+    assert (points["prior_kl"].iloc[0] == 0.0) and (
+        points["prior_kl"].iloc[1:] > 0
+    ).all()  # moved off the prior
     assert (points["solve_rate"] == points["eval_return_mean"]).all()  # addition: exact match is the reward
     assert (first["grad_norm"].dropna() > 0).any()  # members differed: the update is not zero
     assert summary["params_sha256"] == summary2["params_sha256"]  # same seed, same parameters
     pd.testing.assert_frame_equal(first.drop(columns=TIMING_COLUMNS), again.drop(columns=TIMING_COLUMNS))
-    other, summary3 = _run(tmp_path / "c", "algo=eggroll", *ES, *ON_ADDITION, "seed=1")
+    _, summary3 = _run(tmp_path / "c", "algo=eggroll", *ES, *ON_ADDITION, "seed=1")
     assert summary3["params_sha256"] != summary["params_sha256"]
     assert summary["prior"]["steps"] == 150 and summary["generations"] == 4
 
@@ -109,25 +113,29 @@ def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
     assert (points["prior_kl"].iloc[1:] > 0).all() and metrics["train_return_mean"].iloc[1:].notna().all()
     again, summary2 = _run(tmp_path / "b", *grpo, *ON_ADDITION)
     assert summary["params_sha256"] == summary2["params_sha256"]  # seeded: the same weights
+    pd.testing.assert_frame_equal(metrics.drop(columns=TIMING_COLUMNS), again.drop(columns=TIMING_COLUMNS))
 
 
 def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Path) -> None:
     metrics, summary = _run(
         tmp_path, "algo=eggroll", *ES, "sequence=lm_addition_to_countdown", "budget.stage_timesteps=32"
     )
-    assert summary["stages"] == ["addition", "countdown"] and summary["stage_boundaries"] == [0, 32]
+    pre = 150 * 32  # stage A is the pretraining: its steps x its batch, in training sequences
+    assert summary["stages"] == ["addition", "countdown"] and summary["stage_boundaries"] == [pre, pre + 32]
     points = metrics[metrics["eval_return_mean"].notna()]
     assert set(points["eval_task"]) == {"addition", "countdown"}
-    assert set(metrics.loc[metrics["timesteps"] > 0, "train_task"]) == {"countdown"}
+    assert set(metrics.loc[metrics["timesteps"] > pre, "train_task"]) == {"countdown"}
     a = points[points["eval_task"] == "addition"]
+    assert list(a["timesteps"]) == [0, pre, pre + 32]  # the initial weights, the prior, the end
     assert (a["eval_return_mean"] == a["prior_accuracy"]).all()  # stage A is task A: one measure
+    assert a["prior_kl"].iloc[0] > 0 and a["prior_kl"].iloc[1] == 0  # the initial weights are not the prior
+    assert a["drift_l2"].iloc[1] > 0  # stage A's drift: from the initial weights to the prior
     kl = a["policy_kl"].dropna()  # from the model that ended stage A (the prior): prior_kl again
-    assert (a.groupby("timesteps").size() == 1).all()  # one point at timestep 0, though stage A closed there
-    assert len(kl) >= 2 and np.allclose(kl, a.loc[kl.index, "prior_kl"])
+    assert len(kl) == 2 and np.allclose(kl, a.loc[kl.index, "prior_kl"])
     from esbench.analysis.retention import load_snapshots, sequence_curves
 
     snaps = load_snapshots(only_run_dir(tmp_path) / "snapshots.npz")
-    assert snaps.params.shape[0] == 3  # the prior twice (start of A, start of B), then the final one
+    assert snaps.params.shape[0] == 3  # the initial weights, the prior (the start of B), the final ones
     curves = sequence_curves(metrics, summary["stages"], summary["stage_boundaries"])
     assert curves is not None
 
@@ -137,20 +145,32 @@ def test_env_lm_refuses_other_algorithms() -> None:
 
     with pytest.raises(ConfigError, match="algo=snes with env=lm; allowed: openai_es, eggroll, grpo"):
         compose_run_config([*TINY, "algo=snes"])
-    with pytest.raises(ConfigError, match="timesteps=0 is out of range"):
-        compose_run_config(["sequence=cartpole_pair", "sequence.stage_timesteps=null", "sequence.stages.0.timesteps=0"])
-    with pytest.raises(ConfigError, match="even algo.population_size"):
+    with pytest.raises(ConfigError, match=r"timesteps=0 is out of range"):
+        compose_run_config(
+            ["sequence=cartpole_pair", "sequence.stage_timesteps=null", "sequence.stages.0.timesteps=0"]
+        )
+    with pytest.raises(ConfigError, match=r"even algo\.population_size"):
         compose_run_config([*TINY, "algo=openai_es", "algo.population_size=5"])
 
 
 @pytest.mark.slow
 def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path) -> None:
-    args = [*TINY, "algo=eggroll", *ES, "env.kwargs.task=addition", "budget.timesteps=1600", "checkpoint_every=1", "eval.interval_timesteps=400"]
+    args = [
+        *TINY,
+        "algo=eggroll",
+        *ES,
+        "env.kwargs.task=addition",
+        "budget.timesteps=1600",
+        "checkpoint_every=1",
+        "eval.interval_timesteps=400",
+    ]
     killed = kill_after_checkpoint(args, tmp_path / "killed", rows=4)
     esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)
     esbench("run", *args, f"results_dir={tmp_path / 'whole'}")
-    resumed, whole = (json.loads((only_run_dir(tmp_path / d) / "summary.json").read_text()) for d in ("killed", "whole"))
+    resumed, whole = (
+        json.loads((only_run_dir(tmp_path / d) / "summary.json").read_text()) for d in ("killed", "whole")
+    )
     assert resumed["resumed_from"] and resumed["params_sha256"] == whole["params_sha256"]
     a = pd.read_csv(only_run_dir(tmp_path / "killed") / "metrics.csv").drop(columns=TIMING_COLUMNS)
     b = pd.read_csv(only_run_dir(tmp_path / "whole") / "metrics.csv").drop(columns=TIMING_COLUMNS)

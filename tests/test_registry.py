@@ -36,7 +36,11 @@ def test_registry_keys_classes_and_config_files_correspond_one_to_one() -> None:
             assert (REPO / "esbench" / "strategies" / f"{key}.py").exists(), key
             assert cls.__module__ == f"esbench.strategies.{key}", (key, cls.__module__)
         assert spec.label and re.fullmatch(r"#[0-9A-Fa-f]{6}", spec.colour), key
-        env = "env=lm" if spec.check is not None and spec.check.__name__ == "check_language_model" else "env=cartpole"
+        env = (
+            "env=lm"
+            if spec.check is not None and spec.check.__name__ == "check_language_model"
+            else "env=cartpole"
+        )
         assert compose_run_config([f"algo={key}", env, "budget=smoke"]).algo.name == key
 
 

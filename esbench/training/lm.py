@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
 from esbench.policies.distribution import CATEGORICAL, ActionDist
 from esbench.policies.lm.decoding import greedy_completions
 from esbench.policies.lm.evaluation import answer_loss, next_token_kl, teacher_forced
+from esbench.policies.lm.model import build_model
 from esbench.policies.lm.population import PopulationModel, antithetic
 from esbench.policies.lm.pretrain import pretrained
 from esbench.tracking.logger import MetricsLogger
@@ -101,7 +102,7 @@ LM_STATE = StateKind(
 def _section(cfg: DictConfig, name: str, schema: type) -> Any:
     data = OmegaConf.to_container(cfg.lm[name], resolve=True)
     assert isinstance(data, dict)
-    return schema(**data)
+    return schema(**{str(k): v for k, v in data.items()})
 
 
 def tasks(cfg: DictConfig) -> dict[str, AdditionTask | CountdownTask]:
@@ -157,7 +158,9 @@ class LMEvaluator:
         reference: The task-A model (frozen), for ``prior_kl``.
     """
 
-    def __init__(self, cfg: DictConfig, tokenizer: PreTrainedTokenizerBase, reference: PreTrainedModel) -> None:
+    def __init__(
+        self, cfg: DictConfig, tokenizer: PreTrainedTokenizerBase, reference: PreTrainedModel
+    ) -> None:
         self.tok = tokenizer
         self.reference = reference
         self.tasks = tasks(cfg)
@@ -237,6 +240,12 @@ def run_lm_learner(
         prog.snapshots = [flat_params(model)]
     loop = SequenceLoop(plan, prog, interval, None)
     learner = learner_cls(cfg, store, logger, loop, model, tok, LMEvaluator(cfg, tok, reference))
+    if resumed is None and plan.is_sequence and plan.stages[0].timesteps == 0 and int(cfg.lm.pretrain.steps):
+        # Stage 0 is the pretraining: it starts from the initial weights (its point at timestep 0
+        # and its snapshot) and ends at the prior, pretrain.steps * batch_size sequences later.
+        initial = flat_params(build_model(_section(cfg, "model", ModelConfig), tok))
+        prog.snapshots = [initial]
+        learner.pretraining = (initial, int(cfg.lm.pretrain.steps) * int(cfg.lm.pretrain.batch_size))
     walk_stages(loop, learner)
     learner.on_stage_end()
     return {
@@ -281,6 +290,8 @@ class LMLearner:
         self._wall0 = self.prog.wall_clock_s
         self._solve: dict[str, float] = {}
         self._prior: dict[str, float] = {}
+        #: (initial parameters, training sequences) when stage 0 is the pretraining, else None.
+        self.pretraining: tuple[np.ndarray, int] | None = None
 
     def counters(self) -> Counters:
         """The ruler's counters now (one worker: the driver)."""
@@ -304,9 +315,20 @@ class LMLearner:
 
     # --- the walk ---------------------------------------------------------------------------------
     def first_point(self) -> None:
-        """The point at timestep 0: the task-A model itself (also the closing point of a first
-        stage with budget 0, whose training was the pretraining)."""
-        self._point(stage_end=self.loop.stage_done())
+        """The point at timestep 0: the task-A model itself, or, when stage 0 is the pretraining
+        (:attr:`pretraining`), the initial weights at timestep 0 and the task-A model at the
+        pretraining's end (the stage's closing point)."""
+        if self.pretraining is None:
+            self._point(stage_end=self.loop.stage_done())
+            return
+        initial, sequences = self.pretraining
+        prior = self.params()
+        load_flat(self.model, initial)
+        self._point(stage_end=False)
+        load_flat(self.model, prior)
+        for counter in ("timesteps", "frames", "episodes"):
+            setattr(self.prog, counter, getattr(self.prog, counter) + sequences)
+        self._point(stage_end=True)
 
     def _point(self, stage_end: bool) -> None:
         point = self.loop.evaluation_point(self, stage_end=stage_end)
@@ -431,4 +453,3 @@ class LMESLearner(LMLearner):
         if not stage_done and prog.generation % int(self.cfg.checkpoint_every) == 0:
             self.checkpoint()
         return stage_done
-

@@ -25,7 +25,7 @@ from transformers import TrainerCallback
 from esbench.baselines.grpo import GRPOSettings, train_grpo
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.store import RunStore
-from esbench.training.lm import LMLearner, load_flat, flat_params, run_lm_learner, stage_task
+from esbench.training.lm import LMLearner, flat_params, load_flat, run_lm_learner, stage_task
 
 __all__ = ["LMGRPOLearner", "train_grpo_lm"]
 
@@ -108,7 +108,9 @@ class _Steps(TrainerCallback):  # type: ignore[misc]
     def __init__(self, learner: LMGRPOLearner) -> None:
         self.learner = learner
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **_: Any) -> None:
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **_: Any
+    ) -> None:
         if logs is None or "reward" not in logs:  # the summary TRL logs after the last step
             return
         if self.learner.step(logs):

@@ -149,7 +149,9 @@ def verify_countdown(expression: str, numbers: Sequence[int], target: int) -> Ve
     return Verdict(1.0, "correct", value)
 
 
-def countdown_reward(expression: str, numbers: Sequence[int], target: int, format_score: float = 0.0) -> float:
+def countdown_reward(
+    expression: str, numbers: Sequence[int], target: int, format_score: float = 0.0
+) -> float:
     """The Countdown reward with a format score (TinyZero's convention).
 
     Returns:
