@@ -176,3 +176,22 @@ def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path) -> None
     b = pd.read_csv(only_run_dir(tmp_path / "whole") / "metrics.csv").drop(columns=TIMING_COLUMNS)
     pd.testing.assert_frame_equal(a, b)
     assert np.isfinite(a["prior_loss"].dropna()).all()
+
+
+def test_a_run_written_before_the_lm_columns_resumes_with_them_empty(tmp_path: Path) -> None:
+    from esbench.tracking.logger import MetricsLogger
+    from esbench.tracking.schema import METRIC_COLUMNS, METRICS_FILE
+    from esbench.tracking.store import RunStore
+
+    store = RunStore(tmp_path, "exp", "run")
+    old = [c for c in METRIC_COLUMNS if c not in LM_COLUMNS]
+    assert list(METRIC_COLUMNS) == [*old, *LM_COLUMNS]  # the LM columns come last
+    row = ",".join("1" if c in ("generation", "timesteps") else "" for c in old)
+    store.path(METRICS_FILE).parent.mkdir(parents=True, exist_ok=True)
+    store.path(METRICS_FILE).write_text(",".join(old) + "\n" + row + "\n" + row + "\n")
+    logger = MetricsLogger(store, [])
+    logger.resume(1)
+    assert len(logger.rows) == 1 and logger.rows[0]["timesteps"] == 1
+    frame = pd.read_csv(store.path(METRICS_FILE))
+    assert list(frame.columns) == list(METRIC_COLUMNS) and len(frame) == 1
+    assert frame[LM_COLUMNS].isna().all().all()
