@@ -94,7 +94,8 @@ def run_help(conf_dir: Path) -> str:
     pairs = pair_settings(conf_dir)
     if pairs:
         lines.append(
-            "\n  applied by themselves to a chosen pair (family or algo, env; env, budget); not chosen by hand:"
+            "\n  applied by themselves to a chosen pair (family or algo, env; env, budget); "
+            "not chosen by hand:"
         )
         width = max(len(p) for p in pairs)
         for name, description in pairs.items():
