@@ -17,6 +17,9 @@ The ruler on ``env=lm`` (docs/lm.md):
   rate alone. ``prior_accuracy``, ``prior_loss`` and ``prior_kl`` measure task A at every point.
 * ``policy_kl`` (a sequence's ended stages) is the KL of next-token distributions at the answer
   positions of that stage's held-out prompts, from the model that ended the stage.
+* A sequence whose first stage has budget 0 (``lm_addition_to_countdown``'s ``addition``) records
+  the pretraining as that stage: the initial weights at timestep 0, then the task-A model
+  ``pretrain.steps * pretrain.batch_size`` training sequences later (:meth:`LMLearner.first_point`).
 
 Determinism: a generation's members, prompts and noise are functions of (config, generation);
 the whole population is evaluated in-process as one batch of members x prompts (its composition
