@@ -101,10 +101,31 @@ def train_grpo(
     Returns:
         The trained model (the same object, in eval mode) and TRL's log rows (reward, loss, KL ...).
     """
+    from transformers.utils import logging as hf_logging
+
+    problems = task.sample(settings.prompt_seed, "train", settings.num_prompts)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # saving and reloading the reference copy: no bars on stderr
+    try:
+        return _train(model, tokenizer, task, settings, problems, output_dir, callbacks)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _train(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: CountdownTask | AdditionTask,
+    settings: GRPOSettings,
+    problems: list[Problem],
+    output_dir: str | None,
+    callbacks: list[Any] | None,
+) -> tuple[PreTrainedModel, list[dict[str, float]]]:
+    """The body of :func:`train_grpo`."""
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer  # heavy import, only when GRPO runs
 
-    problems = task.sample(settings.prompt_seed, "train", settings.num_prompts)
     with tempfile.TemporaryDirectory(prefix="esbench-grpo-") as tmp:
         # TRL builds the KL reference model by loading the policy's ``_name_or_path``: point it at
         # a copy of the starting weights on disk (no hub is involved).
