@@ -20,7 +20,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from esbench.config.registry import get_algorithm
-from esbench.config.validate import ConfigError
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
@@ -61,10 +60,10 @@ def load_components() -> None:
     import esbench.strategies  # noqa: F401 - imports every variant module
 
 
-def trainer_for(algo: str) -> Trainer:
+def trainer_for(algo: str, env_kind: str | None = None) -> Trainer:
     """The training function of ``algo``: its registry entry's ``trainer`` when it names one, else
-    its family's (the ES learner on Dask, or an SB3 baseline task); each walks the loop of
-    :mod:`esbench.training`."""
+    on ``env.kind=lm`` the language-model ES learner, else its family's (the ES learner on Dask,
+    or an SB3 baseline task); each walks the loop of :mod:`esbench.training`."""
     load_components()
     spec = get_algorithm(algo)
     if spec.trainer is not None:
@@ -73,6 +72,10 @@ def trainer_for(algo: str) -> Trainer:
         module, _, attr = spec.trainer.partition(":")
         trainer: Trainer = getattr(importlib.import_module(module), attr)
         return trainer
+    if env_kind == "lm":
+        from esbench.training.lm import train_lm
+
+        return train_lm
     if spec.family == "es":
         from esbench.training.es import train_es
 
@@ -117,11 +120,6 @@ def run(cfg: DictConfig) -> RunOutcome:
     """Execute (or resume, or skip) the run ``cfg`` describes, holding its run directory's lock
     throughout: a second process on the same run raises
     :class:`~esbench.tracking.store.RunLockedError` before it touches anything but the lock file."""
-    if cfg.env.kind == "lm":
-        raise ConfigError(
-            "env=lm: `esbench run` does not train language models yet; its pieces run from Python "
-            "(esbench.policies.lm, esbench.baselines.grpo) and `esbench bench lm` measures them"
-        )
     run_id = cfg.run_id or default_run_id(cfg)
     store = RunStore(cfg.results_dir, cfg.experiment, run_id)
     with store.lock():
@@ -135,7 +133,7 @@ def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:
         return RunOutcome(store.dir, "skipped", store.read_summary())
     if not cfg.resume:
         store.clear()
-    trainer = trainer_for(str(cfg.algo.name))
+    trainer = trainer_for(str(cfg.algo.name), str(cfg.env.kind))
     store.write_config(cfg)
     store.write_env_record(workers=0)
     env_id = resolved_env_id(cfg.env)

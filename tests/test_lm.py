@@ -205,7 +205,7 @@ def test_env_lm_config_validates_and_leaves_other_runs_hashes_alone() -> None:
     from esbench.runner import config_hash
 
     cfg = compose_run_config(["env=lm", "budget=smoke"])
-    assert cfg.env.kind == "lm" and cfg.lm.model.hidden_size == 128 and cfg.lm.decoding.strategy == "greedy"
+    assert cfg.env.kind == "lm" and cfg.lm.model.hidden_size == 64 and cfg.lm.decoding.strategy == "greedy"
     for override, message in (
         ("lm.decoding.strategy=beam", "lm.decoding.strategy='beam' is not allowed; allowed: greedy"),
         ("lm.pretrain.steps=-1", "lm.pretrain.steps=-1 is out of range"),

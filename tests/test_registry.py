@@ -36,7 +36,12 @@ def test_registry_keys_classes_and_config_files_correspond_one_to_one() -> None:
             assert (REPO / "esbench" / "strategies" / f"{key}.py").exists(), key
             assert cls.__module__ == f"esbench.strategies.{key}", (key, cls.__module__)
         assert spec.label and re.fullmatch(r"#[0-9A-Fa-f]{6}", spec.colour), key
-        assert compose_run_config([f"algo={key}", "env=cartpole", "budget=smoke"]).algo.name == key
+        env = (
+            "env=lm"
+            if spec.check is not None and spec.check.__name__ == "check_language_model"
+            else "env=cartpole"
+        )
+        assert compose_run_config([f"algo={key}", env, "budget=smoke"]).algo.name == key
 
 
 def test_every_algorithm_file_selects_its_registry_family() -> None:
@@ -55,8 +60,9 @@ def test_readers_answer_from_the_registry() -> None:
         assert algo_label(key) == spec.label
         assert algo_color(key) == spec.colour
         assert is_es(key) == (spec.family == "es")
+        own = spec.trainer.partition(":")[0] if spec.trainer else None
         assert trainer_for(key).__module__ == (
-            "esbench.training.es" if spec.family == "es" else "esbench.training.sb3"
+            own or ("esbench.training.es" if spec.family == "es" else "esbench.training.sb3")
         )
     es_cost = _job_cost(["algo=openai_es", "env=hopper", "budget.timesteps=100000"])[1]
     rl_cost = _job_cost(["algo=trpo", "env=hopper", "budget.timesteps=100000"])[1]

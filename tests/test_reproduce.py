@@ -11,7 +11,7 @@ import pytest
 from esbench.recipes import SCALES, RecipeError, all_jobs, get_recipe, load_recipes
 from tests.conftest import esbench
 
-RECIPES = ("table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention")
+RECIPES = ("table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention", "lm_retention")
 
 
 def test_every_target_has_a_recipe_with_three_scales() -> None:
@@ -91,7 +91,7 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
         (
             ["tabel1", "scale=smoke"],
             "unknown recipe 'tabel1' (did you mean table1 or table2?); allowed: curves, es_family, "
-            "frameskip, retention, scaling, table1, table2, all",
+            "frameskip, lm_retention, retention, scaling, table1, table2, all",
         ),
         (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper, decisive"),
         (

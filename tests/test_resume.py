@@ -31,7 +31,8 @@ from tests.resume_check import (
 )
 
 ES_KEYS = sorted(algorithms("es"))
-RL_KEYS = sorted(algorithms("rl"))
+#: The SB3 baselines (GRPO, an RL learner of language models with its own trainer: tests/test_lm_training.py).
+RL_KEYS = sorted(k for k, spec in algorithms("rl").items() if spec.trainer is None)
 
 #: A single ES run that lasts long enough to be killed part-way: ~7 generations of CartPole, of which
 #: ~5 (a second or more of work) are left when the checkpoint the helper waits for is written.

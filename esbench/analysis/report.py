@@ -96,7 +96,12 @@ from esbench.tracking.store import code_revision
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
 #: Named targets (each one a recipe under experiments/ and an experiment under results/runs/).
-TARGETS: tuple[str, ...] = ("table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention")
+TARGETS: tuple[str, ...] = (
+    "table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention", "lm_retention",
+)  # fmt: skip
+#: Targets whose report is another target's kind, on their own runs (``lm_retention``: the
+#: retention report of a language model's sequence runs, ``results/runs/lm_retention``).
+_KIND_OF: dict[str, str] = {"lm_retention": "retention"}
 
 #: Hard MuJoCo tasks of the paper's "< 10x TRPO's timesteps" claim.
 HARD_MUJOCO: tuple[str, ...] = ("Hopper-v5", "Walker2d-v5")
@@ -147,9 +152,10 @@ def resolve_target(target: str, results_dir: str | Path) -> tuple[str, Path, str
     """
     if target in TARGETS:
         root = Path(results_dir)
+        kind = _KIND_OF.get(target, target)
         if root.name == target or (not (root / target).is_dir() and _holds_runs(root)):
-            return target, root, target
-        return target, root / target, target
+            return target, root, kind
+        return target, root / target, kind
     path = Path(target)
     if path.is_dir():
         name = path.resolve().name or "results"

@@ -23,7 +23,7 @@ import torch
 from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from esbench.envs.lm.tasks import CountdownTask, Problem
+from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
 
 
 @dataclass(frozen=True)
@@ -55,26 +55,32 @@ class GRPOSettings:
     num_prompts: int = 256
 
 
-def reward_dataset(task: CountdownTask, problems: list[Problem]) -> Dataset:
-    """The prompts with the columns the reward function reads (``numbers``, ``target``)."""
+def reward_dataset(task: CountdownTask | AdditionTask, problems: list[Problem]) -> Dataset:
+    """The prompts with the columns the reward function reads (``numbers``, ``target``, ``answer``)."""
     return Dataset.from_dict(
         {
             "prompt": [p.prompt for p in problems],
             "numbers": [list(p.numbers) for p in problems],
             "target": [p.target for p in problems],
+            "answer": [p.answer for p in problems],
         }
     )
 
 
-def countdown_reward_function(task: CountdownTask) -> Any:
-    """A TRL reward function: the verifier's outcome reward of each completion."""
+def countdown_reward_function(task: CountdownTask | AdditionTask) -> Any:
+    """A TRL reward function: the task's reward of each completion (the same as ES's)."""
 
     def countdown_reward(
-        prompts: list[str], completions: list[str], numbers: list[list[int]], target: list[int], **_: Any
+        prompts: list[str],
+        completions: list[str],
+        numbers: list[list[int]],
+        target: list[int],
+        answer: list[str],
+        **_: Any,
     ) -> list[float]:
         return [
-            task.reward(c, Problem(p, "", tuple(n), int(t)))
-            for p, c, n, t in zip(prompts, completions, numbers, target, strict=True)
+            task.reward(c, Problem(p, a, tuple(n), int(t)))
+            for p, c, n, t, a in zip(prompts, completions, numbers, target, answer, strict=True)
         ]
 
     return countdown_reward
@@ -83,18 +89,43 @@ def countdown_reward_function(task: CountdownTask) -> Any:
 def train_grpo(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    task: CountdownTask,
+    task: CountdownTask | AdditionTask,
     settings: GRPOSettings,
     output_dir: str | None = None,
+    callbacks: list[Any] | None = None,
 ) -> tuple[PreTrainedModel, list[dict[str, float]]]:
-    """Train ``model`` (in place) on task B with GRPO for ``settings.steps`` steps.
+    """Train ``model`` (in place) on task B (or any task with a reward) with GRPO for
+    ``settings.steps`` steps; ``callbacks`` are ``transformers.TrainerCallback`` s the trainer calls
+    (the training loop's evaluation points, :mod:`esbench.training.lm_grpo`).
 
     Returns:
         The trained model (the same object, in eval mode) and TRL's log rows (reward, loss, KL ...).
     """
-    from trl import GRPOConfig, GRPOTrainer  # heavy import, only when GRPO runs
+    from transformers.utils import logging as hf_logging
 
     problems = task.sample(settings.prompt_seed, "train", settings.num_prompts)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # saving and reloading the reference copy: no bars on stderr
+    try:
+        return _train(model, tokenizer, task, settings, problems, output_dir, callbacks)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _train(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: CountdownTask | AdditionTask,
+    settings: GRPOSettings,
+    problems: list[Problem],
+    output_dir: str | None,
+    callbacks: list[Any] | None,
+) -> tuple[PreTrainedModel, list[dict[str, float]]]:
+    """The body of :func:`train_grpo`."""
+    from transformers import PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer  # heavy import, only when GRPO runs
+
     with tempfile.TemporaryDirectory(prefix="esbench-grpo-") as tmp:
         # TRL builds the KL reference model by loading the policy's ``_name_or_path``: point it at
         # a copy of the starting weights on disk (no hub is involved).
@@ -128,7 +159,9 @@ def train_grpo(
             args=args,
             train_dataset=reward_dataset(task, problems),
             processing_class=tokenizer,
+            callbacks=callbacks,
         )
+        trainer.remove_callback(PrinterCallback)  # TRL's rows come back in ``logs``, not on stdout
         try:
             trainer.train()
         finally:

@@ -13,7 +13,16 @@ from omegaconf import DictConfig
 
 from esbench.baselines.configs import A2CConfig, DQNConfig, PPOConfig, TRPOConfig, resolve_hparams
 from esbench.config.errors import ConfigError
+from esbench.config.lm import GRPOAlgoConfig
 from esbench.config.registry import AlgorithmSpec, algorithms, get_algorithm, register_algorithm
+
+
+def check_language_model(cfg: DictConfig) -> None:
+    """GRPO trains language models only."""
+    if cfg.env.kind != "lm":
+        raise ConfigError(
+            f"algo={cfg.algo.name} trains language models only (env.kind={cfg.env.kind}); allowed: env=lm"
+        )
 
 
 def check_baseline(cfg: DictConfig) -> None:
@@ -106,6 +115,17 @@ BASELINES: tuple[AlgorithmSpec, ...] = (
         value_based=True,
         head="q_values",
         steps_per_s=400,  # assumed, not measured
+    ),
+    AlgorithmSpec(
+        key="grpo",
+        family="rl",
+        schema=GRPOAlgoConfig,
+        cls="trl:GRPOTrainer",
+        label="GRPO",
+        colour="#DDCC77",
+        description="GRPO, Shao et al. 2024, with TRL's GRPOTrainer; language models only (env=lm)",
+        check=check_language_model,
+        trainer="esbench.training.lm_grpo:train_grpo_lm",
     ),
 )
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from esbench.config.registry import algorithms
 
-#: Settings for a pair (family or algorithm, env) that Hydra applies by itself when both are chosen
-#: (conf/config.yaml: ``optional family_env: ${family}_${env}``, ``optional algo_env: ${algo}_${env}``).
-PAIR_GROUPS: tuple[str, ...] = ("family_env", "algo_env")
+#: Settings for a pair (family or algorithm, env; env, budget) that Hydra applies by itself when both
+#: are chosen (conf/config.yaml: ``optional family_env: ${family}_${env}``, ``optional algo_env:
+#: ${algo}_${env}``, ``optional env_budget: ${env}_${budget}``).
+PAIR_GROUPS: tuple[str, ...] = ("family_env", "algo_env", "env_budget")
 
 #: Groups that are wiring, not choices a user makes (set by the algorithm's own file, or by the pair).
 _INTERNAL_GROUPS = frozenset({"family", *PAIR_GROUPS})
@@ -92,7 +93,10 @@ def run_help(conf_dir: Path) -> str:
             lines.append(f"    {option.ljust(width)}  {description}".rstrip())
     pairs = pair_settings(conf_dir)
     if pairs:
-        lines.append("\n  applied by themselves to a chosen pair (family or algo, env); not chosen by hand:")
+        lines.append(
+            "\n  applied by themselves to a chosen pair (family or algo, env; env, budget); "
+            "not chosen by hand:"
+        )
         width = max(len(p) for p in pairs)
         for name, description in pairs.items():
             lines.append(f"    {name.ljust(width)}  {description}".rstrip())

@@ -68,6 +68,7 @@ class TaskBConfig:
     max_number: int = _c(9, ge=1)
     max_target: int = _c(99, ge=1)
     held_out_fraction: float = _c(0.2, gt=0.0, lt=1.0)
+    format_score: float = _c(0.1, ge=0.0, lt=1.0)  # reward of a well-formed wrong answer (TinyZero)
 
 
 @dataclass
@@ -89,3 +90,19 @@ class LMConfig:
     task_a: TaskAConfig = field(default_factory=TaskAConfig)
     task_b: TaskBConfig = field(default_factory=TaskBConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+
+
+@dataclass
+class GRPOAlgoConfig:
+    """``algo=grpo`` (``conf/algo/grpo.yaml``): GRPO on a language model with TRL's ``GRPOTrainer``
+    (esbench.baselines.grpo); env=lm only. A step samples ``num_generations`` completions for each
+    of ``prompts_per_step`` prompts, so a stage of T timesteps (completions) takes
+    ceil(T / (prompts_per_step * num_generations)) steps."""
+
+    name: str = "grpo"
+    prompts_per_step: int = _c(4, ge=1)
+    num_generations: int = _c(8, ge=2)  # the group; GRPO needs at least 2
+    learning_rate: float = _c(1e-4, gt=0.0)
+    beta: float = _c(0.04, ge=0.0)  # KL penalty to the stage's starting model
+    temperature: float = _c(1.0, gt=0.0)  # sampling of the group (evaluation stays greedy)
+    num_prompts: int = _c(1024, ge=1)  # the train prompts TRL's sampler draws from

@@ -237,7 +237,8 @@ class StageConfig:
     """One stage of a task sequence: its name, its training budget and how its env differs."""
 
     name: str = MISSING
-    timesteps: int = _c(100_000, ge=1)  # training timesteps of this stage
+    # Training timesteps of this stage; 0 only on env=lm, for the task the cached prior learned.
+    timesteps: int = _c(100_000, ge=0)
     # Overrides of the run's ``env`` for this stage (kwargs, dynamics, ...).
     env: dict[str, Any] = field(default_factory=dict)
 

@@ -119,6 +119,11 @@ def check_sequence(cfg: DictConfig) -> None:
                 "allowed: distinct stage names"
             )
         names[name] = k
+        if int(stages[k].timesteps) == 0 and cfg.env.kind != "lm":
+            raise ConfigError(
+                f"sequence.stages[{k}].timesteps=0 is out of range; allowed: >= 1 (0 only on env=lm, "
+                "for the stage the cached task-A model already trained)"
+            )
     if stages and seq.stage_timesteps is None and OmegaConf.select(cfg, "budget.stage_timesteps") is None:
         scale = OmegaConf.select(cfg, "budget.scale", default="?")
         raise ConfigError(

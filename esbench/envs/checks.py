@@ -54,6 +54,12 @@ def check_env_id_maps(cfg: DictConfig) -> None:
             )
 
 
+#: The learners that train a language model (esbench.training.lm, esbench.training.lm_grpo).
+LM_ALGORITHMS = ("openai_es", "eggroll", "grpo")
+#: The tasks an env=lm stage may train (``env.kwargs.task``; esbench.training.lm).
+LM_TASKS = ("countdown", "addition")
+
+
 @register_check
 def check_lm(cfg: DictConfig) -> None:
     """env=lm needs its ``lm`` block, within the ranges of :class:`esbench.config.lm.LMConfig`."""
@@ -72,6 +78,14 @@ def check_lm(cfg: DictConfig) -> None:
         ("decoding", lm.DecodingConfig),
     ):
         check_fields(cfg.lm[name], schema, f"lm.{name}")
+    algo = str(cfg.algo.name)
+    if algo not in LM_ALGORITHMS:
+        raise ConfigError(f"algo={algo} with env=lm; allowed: {', '.join(LM_ALGORITHMS)}")
+    if algo != "grpo" and (not bool(cfg.algo.antithetic) or int(cfg.algo.population_size) % 2):
+        raise ConfigError(
+            f"algo.population_size={cfg.algo.population_size} algo.antithetic={cfg.algo.antithetic} "
+            "with env=lm; allowed: algo.antithetic=true and an even algo.population_size"
+        )
     model = cfg.lm.model
     if model.hub_id is None and model.hidden_size % model.num_heads:
         raise ConfigError(
@@ -166,6 +180,16 @@ def check_env_dynamics(cfg: DictConfig) -> None:
     _env_spaces(stage_env_configs(cfg)[0], "env")
 
 
+def _check_lm_stage_tasks(cfg: DictConfig) -> None:
+    """Every stage of an env=lm sequence names a task (``env.kwargs.task``) the LM learners know."""
+    for k, env_cfg in enumerate(stage_env_configs(cfg)):
+        task = (env_cfg.get("kwargs") or {}).get("task", "countdown")
+        if task not in LM_TASKS:
+            raise ConfigError(
+                f"{stage_label(cfg, k)}: env.kwargs.task={task!r}; allowed: {', '.join(LM_TASKS)}"
+            )
+
+
 @register_check
 def check_stage_envs(cfg: DictConfig) -> None:
     """Every stage's environment exists, builds, and has stage 0's observation and action spaces.
@@ -175,6 +199,9 @@ def check_stage_envs(cfg: DictConfig) -> None:
     built once per process (never stepped), as the DQN discrete-action check does.
     """
     if not OmegaConf.select(cfg, "sequence.stages", default=None):
+        return
+    if cfg.env.kind == "lm":  # prompts and a verifier, no spaces: each stage names its task
+        _check_lm_stage_tasks(cfg)
         return
     from esbench.envs.factory import check_env_id, resolved_env_id
 

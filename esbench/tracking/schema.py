@@ -66,6 +66,11 @@ METRIC_COLUMNS: tuple[str, ...] = (
     # stage): mean over the states the stage-k-end policy visited on stage k of
     # KL(π_{end of k} || π_now) (categorical from logits, or Gaussian; ES continuous: std 0.01)
     "policy_kl",
+    # Language models (env=lm, esbench.training.lm), empty elsewhere. On every row of a point:
+    "solve_rate",  # the evaluated task's exact-solve rate (eval_return_mean adds the format score)
+    "prior_accuracy",  # task A (the prior capability): held-out accuracy, greedy
+    "prior_loss",  # task A: held-out cross-entropy per answer token, teacher forced
+    "prior_kl",  # KL(task-A model || model) of next-token distributions on task-A answer positions
 )
 
 #: Columns that depend on where and how fast a run executes, not on what it computes: a run

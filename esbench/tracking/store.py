@@ -148,12 +148,17 @@ class RunStore:
         except (OSError, UnicodeDecodeError) as e:
             raise unusable(type(e).__name__) from None
         lines = text.split("\n")[:-1]  # complete lines only: a torn last line has no newline
-        if not lines or next(csv.reader(lines[:1])) != list(schema.METRIC_COLUMNS):
+        header = next(csv.reader(lines[:1])) if lines else []
+        columns = list(schema.METRIC_COLUMNS)
+        if not header or header != columns[: len(header)]:
             raise unusable("its header is not esbench's metrics columns")
         if len(lines) - 1 < n_rows:
             raise unusable(f"{len(lines) - 1} complete rows, the checkpoint was written after {n_rows}")
         kept = lines[: n_rows + 1]
-        if len(lines) != n_rows + 1 or not text.endswith("\n"):
+        if len(header) < len(columns):  # written before the last columns existed: they are empty
+            pad = "," * (len(columns) - len(header))
+            kept = [",".join(columns)] + [line + pad for line in kept[1:]]
+        if len(lines) != n_rows + 1 or not text.endswith("\n") or len(header) < len(columns):
             atomic_write_text(path, "\n".join(kept) + "\n")
         return [
             {c: _parse_cell(c, v) for c, v in zip(schema.METRIC_COLUMNS, cells, strict=True)}

@@ -10,7 +10,8 @@ stage j". Everything else they write goes through here, in the order
 * :func:`stage_plan`: the stages a run trains, one after another (a run without a sequence is a
   sequence of one stage, named after its env id; ``sequence.only_stage=k`` keeps stage k alone, a
   reference run trained from scratch). Stage budgets are in timesteps (``sequence.stage_timesteps``
-  overrides every stage's); a sequence ignores ``budget.timesteps`` and ES's ``budget.generations``.
+  overrides every stage's but a stage of budget 0, the prior of ``env=lm``); a sequence ignores
+  ``budget.timesteps`` and ES's ``budget.generations``.
 * The evaluation schedule: a point at timestep 0 (the untrained policy, issue #15), then at the
   first training step at or past every multiple of ``eval.interval_timesteps`` (cumulative over
   the sequence), and at the end of every stage (:func:`next_eval_at`, :meth:`Stage.done`).
@@ -132,7 +133,8 @@ def stage_plan(cfg: DictConfig) -> StagePlan:
     override = seq.stage_timesteps
     plan = []
     for k, env_cfg in enumerate(stage_env_configs(cfg)):
-        budget = int(override) if override is not None else int(stages[k].timesteps)
+        own = int(stages[k].timesteps)  # 0: trained before the run (env=lm's prior); kept
+        budget = int(override) if override is not None and own > 0 else own
         plan.append(Stage(k, str(stages[k].name), _plain(env_cfg), budget))
     only_stage = None if seq.only_stage is None else int(seq.only_stage)
     if only_stage is not None:

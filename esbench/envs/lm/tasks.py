@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from esbench.envs.lm.verifier import evaluate, verify_countdown
+from esbench.envs.lm.verifier import countdown_reward, evaluate, verify_countdown
 from esbench.utils.seeding import generator
 
 Split = Literal["train", "held_out"]
@@ -89,6 +89,10 @@ class AdditionTask:
         """1.0 if the completion is exactly the sum (surrounding spaces ignored), else 0.0."""
         return float(completion.strip() == problem.answer)
 
+    def solved(self, completion: str, problem: Problem) -> float:
+        """The reward (exact match is the only credit)."""
+        return self.reward(completion, problem)
+
 
 @dataclass(frozen=True)
 class CountdownTask:
@@ -104,12 +108,15 @@ class CountdownTask:
         max_number: Largest number given.
         max_target: Largest target.
         held_out_fraction: Share of puzzles (numbers as a multiset, and target) kept for evaluation.
+        format_score: Reward of a well-formed, wrong expression over given numbers
+            (:func:`~esbench.envs.lm.verifier.countdown_reward`); 0: outcome only.
     """
 
     count: int = 3
     max_number: int = 9
     max_target: int = 99
     held_out_fraction: float = 0.2
+    format_score: float = 0.0
     name: str = "countdown"
 
     def sample(self, seed: int, split: Split, n: int, start: int = 0) -> list[Problem]:
@@ -148,5 +155,10 @@ class CountdownTask:
         return terms[0]
 
     def reward(self, completion: str, problem: Problem) -> float:
-        """The verifier's outcome reward: 1.0 for a correct expression, else 0.0."""
+        """1.0 for a correct expression, ``format_score`` for a well-formed one over given numbers
+        (:func:`~esbench.envs.lm.verifier.countdown_reward`), else 0.0."""
+        return countdown_reward(completion, problem.numbers, problem.target, self.format_score)
+
+    def solved(self, completion: str, problem: Problem) -> float:
+        """1.0 for a correct expression, else 0.0 (the exact-solve rate's term)."""
         return verify_countdown(completion, problem.numbers, problem.target).reward

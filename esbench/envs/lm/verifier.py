@@ -6,8 +6,11 @@ a small recursive-descent parser (never ``eval``) and evaluated in exact rationa
 (:class:`fractions.Fraction`), so ``7/2*2`` is 7 and no float rounding decides a reward. The
 answer is correct when it parses, uses the given numbers each exactly once (as a multiset, the
 rule of the Countdown task in Qiu et al. 2025 and TinyZero), divides by no zero, and equals the
-target. The reward is 1.0 for a correct answer and 0.0 otherwise: outcome only, no partial
-credit for format.
+target. :func:`verify_countdown`'s reward is 1.0 for a correct answer and 0.0 otherwise: outcome
+only. :func:`countdown_reward` adds the field's format score (TinyZero's Countdown reward, used by
+Qiu et al. 2025): a small reward for a well-formed expression that uses only the given numbers,
+each at most once, without reaching the target, so a learner that starts below every solution
+still sees which answers are closer to the task's form.
 """
 
 from __future__ import annotations
@@ -144,3 +147,22 @@ def verify_countdown(expression: str, numbers: Sequence[int], target: int) -> Ve
     if value != target:
         return Verdict(0.0, "wrong value", value)
     return Verdict(1.0, "correct", value)
+
+
+def countdown_reward(
+    expression: str, numbers: Sequence[int], target: int, format_score: float = 0.0
+) -> float:
+    """The Countdown reward with a format score (TinyZero's convention).
+
+    Returns:
+        1.0 for a correct answer (:func:`verify_countdown`); ``format_score`` for an expression that
+        parses, divides by no zero and uses only given numbers, each at most as often as given
+        (a subset of the multiset), but is not correct; 0.0 otherwise.
+    """
+    verdict = verify_countdown(expression, numbers, target)
+    if verdict.reward == 1.0:
+        return 1.0
+    if verdict.reason in ("malformed", "division by zero"):
+        return 0.0
+    _, used = evaluate(expression.strip())
+    return float(format_score) if not Counter(used) - Counter(int(n) for n in numbers) else 0.0

@@ -81,7 +81,7 @@ def train(
         opt.step()
         sched.step()
     model.eval()
-    return {"final_train_loss": float(loss)}
+    return {"final_train_loss": float(loss.detach())}
 
 
 def pretrained(

@@ -1,0 +1,458 @@
+"""The language-model ES learner: OpenAI-ES or EGGROLL on task B, through the training loop.
+
+A run with ``env=lm`` and ``algo=openai_es`` (full-rank members) or ``algo=eggroll`` (rank-r
+members) starts from the task-A model (:func:`esbench.policies.lm.pretrain.pretrained`: trained
+on the first call, loaded from its cache by config hash after that) and trains the stages of its
+run (task B alone, or the stages of an ``lm_*`` sequence) with the ES update of
+:mod:`esbench.policies.lm.population`. The loop of :mod:`esbench.training` owns the rest: the
+evaluation points, stage boundaries, snapshots, checkpoints and resume, the summary.
+
+The ruler on ``env=lm`` (docs/lm.md):
+
+* ``timesteps`` count training completions: one prompt decoded by one member (an ES generation
+  of P members on B prompts is P*B; a GRPO step is its prompts times its group). ``episodes``
+  and ``frames`` count the same.
+* ``eval_return_mean`` is a stage's task reward on its held-out prompts (greedy); on task B it
+  includes the format score (``lm.task_b.format_score``), and ``solve_rate`` is the exact-solve
+  rate alone. ``prior_accuracy``, ``prior_loss`` and ``prior_kl`` measure task A at every point.
+* ``policy_kl`` (a sequence's ended stages) is the KL of next-token distributions at the answer
+  positions of that stage's held-out prompts, from the model that ended the stage.
+* A sequence whose first stage has budget 0 (``lm_addition_to_countdown``'s ``addition``) records
+  the pretraining as that stage: the initial weights at timestep 0, then the task-A model
+  ``pretrain.steps * pretrain.batch_size`` training sequences later (:meth:`LMLearner.first_point`).
+
+Determinism: a generation's members, prompts and noise are functions of (config, generation);
+the whole population is evaluated in-process as one batch of members x prompts (its composition
+fixed by the config), so a resumed run computes the same numbers as one never stopped. The ES
+state is the parameter vector alone (plain SGD, no optimizer moments), checkpointed as data.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from esbench.config.errors import ConfigError
+from esbench.config.lm import ModelConfig, PretrainConfig
+from esbench.envs.checks import LM_TASKS
+from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
+from esbench.policies.distribution import CATEGORICAL, ActionDist
+from esbench.policies.lm.decoding import greedy_completions
+from esbench.policies.lm.evaluation import answer_loss, next_token_kl, teacher_forced
+from esbench.policies.lm.model import build_model
+from esbench.policies.lm.population import PopulationModel, antithetic
+from esbench.policies.lm.pretrain import pretrained
+from esbench.tracking.logger import MetricsLogger
+from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.store import RunStore
+from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
+from esbench.training.drift import StageStates, write_stage_states
+from esbench.training.loop import walk_stages
+from esbench.training.ruler import Counters, Stage, StageEval, stage_plan, write_snapshots
+from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
+from esbench.utils.seeding import sha256_array
+
+log = logging.getLogger(__name__)
+
+#: What ``env.kwargs.task`` may name.
+TASKS = LM_TASKS
+#: Held-out prompts whose answer positions a stage's ``policy_kl`` is measured on.
+KL_PROMPTS = 64
+
+
+@dataclass
+class LMProgress(SequenceProgress):
+    """An LM run's counters: the loop's, and the ES generation (or GRPO step) count."""
+
+    generation: int = 0
+    last_point_at: int = -1  # the timesteps of the last evaluation point
+
+
+@dataclass
+class LMLearnerState:
+    """An LM run's checkpoint state: the flat parameter vector (float32) and the counters."""
+
+    params: np.ndarray
+    progress: LMProgress
+
+
+def _check_state(state: LMLearnerState) -> None:
+    if not isinstance(state.params, np.ndarray) or state.params.dtype != np.float32:
+        raise ValueError("not a float32 parameter vector")
+
+
+#: An LM checkpoint's state for the resume checks (:mod:`esbench.training.checkpoint`).
+LM_STATE = StateKind(
+    name="a language-model",
+    state_type=LMLearnerState,
+    types=(LMLearnerState, LMProgress, StageStates, ActionDist),
+    digest=lambda s: sha256_array(s.params),
+    check=_check_state,
+)
+
+
+# --- the model and the tasks ----------------------------------------------------------------------
+
+
+def _section(cfg: DictConfig, name: str, schema: type) -> Any:
+    data = OmegaConf.to_container(cfg.lm[name], resolve=True)
+    assert isinstance(data, dict)
+    return schema(**{str(k): v for k, v in data.items()})
+
+
+def tasks(cfg: DictConfig) -> dict[str, AdditionTask | CountdownTask]:
+    """Task A and task B as ``cfg.lm`` configures them, by ``env.kwargs.task`` name."""
+    a, b = cfg.lm.task_a, cfg.lm.task_b
+    return {
+        "addition": AdditionTask(digits=int(a.digits), held_out_fraction=float(a.held_out_fraction)),
+        "countdown": CountdownTask(
+            count=int(b.count),
+            max_number=int(b.max_number),
+            max_target=int(b.max_target),
+            held_out_fraction=float(b.held_out_fraction),
+            format_score=float(b.format_score),
+        ),
+    }
+
+
+def stage_task(stage: Stage) -> str:
+    """The task a stage trains: its env's ``kwargs.task`` (``countdown`` without one)."""
+    task = str((stage.env.get("kwargs") or {}).get("task", "countdown"))
+    if task not in TASKS:
+        raise ConfigError(f"env.kwargs.task={task!r} in stage {stage.name}; allowed: {', '.join(TASKS)}")
+    return task
+
+
+def prior_model(cfg: DictConfig) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """The task-A model (cached by config hash; trained on the first call), its tokenizer, its record."""
+    model_cfg = _section(cfg, "model", ModelConfig)
+    pre = _section(cfg, "pretrain", PretrainConfig)
+    task_a = tasks(cfg)["addition"]
+    assert isinstance(task_a, AdditionTask)
+    return pretrained(model_cfg, pre, task_a)
+
+
+def flat_params(model: torch.nn.Module) -> np.ndarray:
+    """The model's parameters as one float32 vector (``model.parameters()`` order)."""
+    with torch.no_grad():
+        return torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy().astype(np.float32)
+
+
+def load_flat(model: torch.nn.Module, params: np.ndarray) -> None:
+    """Set the model's parameters from :func:`flat_params`' vector (in place)."""
+    with torch.no_grad():
+        torch.nn.utils.vector_to_parameters(torch.from_numpy(np.array(params, copy=True)), model.parameters())
+
+
+class LMEvaluator:
+    """What an evaluation point measures on a model: task rewards, solve rates, the prior's measures.
+
+    Args:
+        cfg: The run config (its ``lm`` block: tasks, decoding, the evaluation prompt count).
+        tokenizer: The model's tokenizer.
+        reference: The task-A model (frozen), for ``prior_kl``.
+    """
+
+    def __init__(
+        self, cfg: DictConfig, tokenizer: PreTrainedTokenizerBase, reference: PreTrainedModel
+    ) -> None:
+        self.tok = tokenizer
+        self.reference = reference
+        self.tasks = tasks(cfg)
+        self.max_new = int(cfg.lm.decoding.max_new_tokens)
+        n = int(cfg.lm.decoding.eval_prompts)
+        seed = int(cfg.eval.seed)
+        self.held_out: dict[str, list[Problem]] = {
+            name: task.sample(seed, "held_out", n) for name, task in self.tasks.items()
+        }
+
+    def task(self, model: PreTrainedModel, name: str) -> tuple[float, float, float, int]:
+        """(mean reward, its std over prompts, exact-solve rate, prompts) on ``name``'s held-out set."""
+        task, problems = self.tasks[name], self.held_out[name]
+        done = greedy_completions(model, self.tok, [p.prompt for p in problems], self.max_new)[0]
+        rewards = np.array([task.reward(c, p) for c, p in zip(done, problems, strict=True)])
+        solved = np.array([task.solved(c, p) for c, p in zip(done, problems, strict=True)])
+        return float(rewards.mean()), float(rewards.std()), float(solved.mean()), len(problems)
+
+    def prior(self, model: PreTrainedModel) -> dict[str, float]:
+        """``prior_accuracy``, ``prior_loss`` and ``prior_kl`` (task A's held-out prompts)."""
+        problems = self.held_out["addition"]
+        accuracy = self.task(model, "addition")[2]
+        return {
+            "prior_accuracy": accuracy,
+            "prior_loss": answer_loss(model, self.tok, problems),
+            "prior_kl": next_token_kl(model, self.reference, self.tok, problems),
+        }
+
+    def answer_states(self, name: str) -> np.ndarray:
+        """The teacher-forced sequences of ``name``'s first held-out prompts, as the "states" of
+        ``policy_kl``: shape (n, T, 2), ``[..., 0]`` the token ids, ``[..., 1]`` 1 where the next
+        token is an answer token (the positions whose distributions are compared)."""
+        ids, _, labels = teacher_forced(self.tok, self.held_out[name][:KL_PROMPTS])
+        at = torch.zeros_like(ids)
+        at[:, :-1] = (labels[:, 1:] != -100).long()
+        return torch.stack([ids, at], dim=-1).numpy().astype(np.int64)
+
+    @torch.no_grad()
+    def distribution(self, model: PreTrainedModel, states: np.ndarray) -> ActionDist:
+        """The model's next-token distributions (logits) at the answer positions of ``states``."""
+        ids = torch.from_numpy(states[..., 0])
+        at = torch.from_numpy(states[..., 1]).bool()
+        mask = (ids != self.tok.pad_token_id).long()
+        logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        return ActionDist(CATEGORICAL, logits[at].numpy().astype(np.float64))
+
+
+# --- the ES learner -------------------------------------------------------------------------------
+
+
+def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
+    """Train OpenAI-ES or EGGROLL on a language model as ``cfg`` says; returns the summary dict."""
+    del run_key  # the noise is named by (seed, generation, member): nothing else to key
+    return run_lm_learner(cfg, store, logger, LMESLearner)
+
+
+def run_lm_learner(
+    cfg: DictConfig, store: RunStore, logger: MetricsLogger, learner_cls: type[LMLearner]
+) -> dict[str, Any]:
+    """The driver every LM learner shares: the task-A model, resume or a fresh start, the walk
+    through the stages (:func:`~esbench.training.loop.walk_stages`), the summary."""
+    torch.set_num_threads(max(1, int(OmegaConf.select(cfg, "torch_threads", default=1) or 1)))
+    plan = stage_plan(cfg)
+    for stage in plan.stages:
+        stage_task(stage)
+    model, tok, record = prior_model(cfg)
+    log.info("task-A model %s (%s)", record["config_hash"], "cached" if record["cached"] else "trained")
+    reference = copy.deepcopy(model).eval()
+    interval = int(cfg.eval.interval_timesteps)
+    resumed = resume_state(store, logger, LM_STATE) if cfg.resume else None
+    if resumed is not None:
+        load_flat(model, resumed.params)
+        prog = resumed.progress
+        prog.resumed_from = [*prog.resumed_from, prog.generation]
+    else:
+        prog = LMProgress(next_eval_at=interval)
+        prog.snapshots = [flat_params(model)]
+    loop = SequenceLoop(plan, prog, interval, None)
+    learner = learner_cls(cfg, store, logger, loop, model, tok, LMEvaluator(cfg, tok, reference))
+    if resumed is None and plan.is_sequence and plan.stages[0].timesteps == 0 and int(cfg.lm.pretrain.steps):
+        # Stage 0 is the pretraining: it starts from the initial weights (its point at timestep 0
+        # and its snapshot) and ends at the prior, pretrain.steps * batch_size sequences later.
+        initial = flat_params(build_model(_section(cfg, "model", ModelConfig), tok))
+        prog.snapshots = [initial]
+        learner.pretraining = (initial, int(cfg.lm.pretrain.steps) * int(cfg.lm.pretrain.batch_size))
+    walk_stages(loop, learner)
+    learner.on_stage_end()
+    return {
+        **loop.summary(learner.counters(), learner.params()),
+        "generations": prog.generation,
+        "prior": {k: record[k] for k in ("config_hash", "held_out_accuracy", "held_out_loss", "steps")},
+    }
+
+
+class LMLearner:
+    """What every LM :class:`~esbench.training.learner.Learner` shares: the evaluation point
+    (task rewards, solve rates, the prior's measures, ``policy_kl`` on answer positions), rows,
+    snapshots and the data-only checkpoint of the parameters. Subclasses train a stage.
+
+    Args:
+        cfg: The run config.
+        store: The run's results store.
+        logger: The run's metrics logger.
+        loop: The run's sequence loop (its progress an :class:`LMProgress`).
+        model: The model, at the parameters to start from.
+        tokenizer: Its tokenizer.
+        evaluator: What an evaluation point measures.
+    """
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        store: RunStore,
+        logger: MetricsLogger,
+        loop: SequenceLoop,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        evaluator: LMEvaluator,
+    ) -> None:
+        assert isinstance(loop.p, LMProgress)
+        self.cfg, self.store, self.logger, self.loop = cfg, store, logger, loop
+        self.plan = loop.plan
+        self.prog: LMProgress = loop.p
+        self.model, self.tok, self.ev = model, tokenizer, evaluator
+        self.tasks = tasks(cfg)
+        self._t0 = time.perf_counter()
+        self._wall0 = self.prog.wall_clock_s
+        self._solve: dict[str, float] = {}
+        self._prior: dict[str, float] = {}
+        #: (initial parameters, training sequences) when stage 0 is the pretraining, else None.
+        self.pretraining: tuple[np.ndarray, int] | None = None
+
+    def counters(self) -> Counters:
+        """The ruler's counters now (one worker: the driver)."""
+        p = self.prog
+        return Counters(
+            p.generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps, 1
+        )
+
+    def _clock(self) -> None:
+        now = time.perf_counter() - self._t0
+        self.prog.wall_clock_s = self._wall0 + now
+        self.prog.cpu_s = self.prog.wall_clock_s  # one process doing the work
+
+    def _log(self, rows: list[dict[str, Any]], point: bool) -> None:
+        for row in rows:
+            if point:
+                row["solve_rate"] = self._solve.get(str(row["eval_task"]), float("nan"))
+                row.update(self._prior)
+            self.logger.record_many(row)
+            self.logger.dump()
+
+    # --- the walk ---------------------------------------------------------------------------------
+    def first_point(self) -> None:
+        """The point at timestep 0: the task-A model itself, or, when stage 0 is the pretraining
+        (:attr:`pretraining`), the initial weights at timestep 0 and the task-A model at the
+        pretraining's end (the stage's closing point)."""
+        if self.pretraining is None:
+            self._point(stage_end=self.loop.stage_done())
+            return
+        initial, sequences = self.pretraining
+        prior = self.params()
+        load_flat(self.model, initial)
+        self._point(stage_end=False)
+        load_flat(self.model, prior)
+        for counter in ("timesteps", "frames", "episodes"):
+            setattr(self.prog, counter, getattr(self.prog, counter) + sequences)
+        self._point(stage_end=True)
+
+    def _point(self, stage_end: bool) -> None:
+        point = self.loop.evaluation_point(self, stage_end=stage_end)
+        self.prog.last_point_at = self.prog.timesteps
+        self._clock()
+        self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
+
+    def train_stage(self) -> None:
+        """Train the current stage (the subclass's)."""
+        raise NotImplementedError
+
+    def _closing_point(self) -> None:
+        """A stage with budget 0 (a sequence's stage the prior already trained): its closing point,
+        unless a point was just taken at these timesteps (one point per timestep and stage)."""
+        if self.prog.last_point_at != self.prog.timesteps:
+            self._point(stage_end=True)
+
+    def _norm(self) -> float:
+        return float(np.linalg.norm(self.params().astype(np.float64)))
+
+    def on_stage_end(self) -> None:
+        """Write the stage-boundary snapshots and the recorded stage states."""
+        p = self.prog
+        write_snapshots(self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries)
+        write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
+
+    def on_stage_begin(self, stage: Stage) -> None:
+        """Nothing carries over but the parameters (an LM learner's optimizer starts afresh)."""
+        del stage
+
+    def checkpoint(self) -> None:
+        """The parameter vector and the counters, with the count of rows written."""
+        save_checkpoint(self.store, LM_STATE, LMLearnerState(self.params(), self.prog), len(self.logger.rows))
+
+    # --- an evaluation point ----------------------------------------------------------------------
+    def evaluate_stage(self, j: int) -> StageEval:
+        """Stage ``j``'s task on its held-out prompts (greedy); the prior's measures with the first."""
+        if j == 0:
+            self._prior = self.ev.prior(self.model)
+        stage = self.plan.stages[j]
+        mean, std, solved, n = self.ev.task(self.model, stage_task(stage))
+        self._solve[stage.name] = solved
+        return StageEval(stage.name, mean, std, n)
+
+    def record_states(self) -> StageStates:
+        """The trained stage's answer positions and the model's distributions there now."""
+        stage = self.loop.stage
+        states = self.ev.answer_states(stage_task(stage))
+        return StageStates(stage.name, states, self.distribution(states), 0)
+
+    def distribution(self, states: np.ndarray) -> ActionDist:
+        """The model's next-token distributions at the answer positions of ``states``."""
+        return self.ev.distribution(self.model, states)
+
+    def params(self) -> np.ndarray:
+        """The flat parameter vector."""
+        return flat_params(self.model)
+
+
+class LMESLearner(LMLearner):
+    """ES on a language model: every generation's population in one batched forward pass
+    (:class:`~esbench.policies.lm.population.PopulationModel`; full rank for ``openai_es``, rank
+    ``algo.rank`` for ``eggroll``), fitness the mean reward on one prompt batch of the stage's
+    task (``lm.decoding.fitness_prompts`` ``train`` prompts, a function of (seed, generation)),
+    the update Eq. (2) of that module (``algo.learning_rate``, ``algo.sigma``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cfg = self.cfg
+        rank = int(cfg.algo.rank) if str(cfg.algo.name) == "eggroll" else None
+        self.pop = PopulationModel(self.model, rank=rank)
+        self.members = antithetic(int(cfg.algo.population_size))
+        self.sigma = float(cfg.algo.sigma)
+        self.lr = float(cfg.algo.learning_rate)
+        self.batch = int(cfg.lm.decoding.fitness_prompts)
+
+    def train_stage(self) -> None:
+        """Generations until the stage's budget is spent (a stage with budget 0 only takes its
+        closing point)."""
+        if self.loop.stage_done():
+            self._closing_point()
+            return
+        while not self._generation():
+            pass
+
+    def _generation(self) -> bool:
+        """One generation: members on one fixed prompt batch, the update, a point when due."""
+        loop, prog = self.loop, self.prog
+        g = prog.generation
+        task = self.tasks[stage_task(loop.stage)]
+        problems = task.sample(int(self.cfg.seed), "train", self.batch, start=g * self.batch)
+        self.pop.set_population(int(self.cfg.seed), g, self.members, self.sigma)
+        done = greedy_completions(
+            self.model, self.tok, [p.prompt for p in problems], int(self.cfg.lm.decoding.max_new_tokens),
+            len(self.members),
+        )  # fmt: skip
+        fitness = torch.tensor(
+            [np.mean([task.reward(c, p) for c, p in zip(row, problems, strict=True)]) for row in done],
+            dtype=torch.float64,
+        )
+        stats = self.pop.update(fitness, self.lr)
+        n = len(self.members) * len(problems)
+        prog.generation += 1
+        prog.timesteps += n
+        prog.frames += n
+        prog.episodes += n
+        stage_done = loop.stage_done()
+        point = None
+        if loop.point_due(stage_done):
+            point = loop.evaluation_point(self, stage_end=stage_done)
+            prog.last_point_at = prog.timesteps
+        self._clock()
+        train = {
+            "train_return_mean": float(fitness.mean()),
+            "train_return_max": float(fitness.max()),
+            "nonfinite_members": 0,
+            "grad_norm": stats["update_norm"],
+            "param_norm": self._norm(),
+            "es/fitness_std": stats["fitness_std"],
+        }
+        self._log(loop.rows(self.counters(), point, train), point=point is not None)
+        if not stage_done and prog.generation % int(self.cfg.checkpoint_every) == 0:
+            self.checkpoint()
+        return stage_done

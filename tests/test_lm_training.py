@@ -1,0 +1,197 @@
+"""Language models through the training loop: ES (openai_es, eggroll) on env=lm, the reward.
+
+Tiny models, a prior of single-digit addition (learned in seconds, cached by config hash for the
+session), stages of a few ES generations: the machinery, not the science.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from esbench.config.compose import compose_run_config
+from esbench.envs.lm.tasks import CountdownTask, Problem
+from esbench.envs.lm.verifier import countdown_reward
+from esbench.runner import run
+from tests.conftest import TIMING_COLUMNS, esbench, only_run_dir
+from tests.resume_check import assert_resumed, kill_after_checkpoint
+
+#: A model of ~10k parameters, a prior of 150 steps on single-digit addition, 4 members x 4 prompts.
+TINY = [
+    "env=lm",
+    "budget=smoke",
+    "tracker=none",
+    "tracker.console=false",
+    "lm.model.hidden_size=32",
+    "lm.model.num_layers=1",
+    "lm.model.intermediate_size=64",
+    "lm.pretrain.steps=150",
+    "lm.pretrain.batch_size=32",
+    "lm.task_a.digits=1",
+    "lm.decoding.eval_prompts=8",
+    "lm.decoding.fitness_prompts=4",
+    "lm.decoding.max_new_tokens=6",
+    "eval.interval_timesteps=32",
+]
+#: ES with 4 members, a sigma large enough that members of the tiny model differ.
+ES = ["algo.population_size=4", "algo.sigma=0.05"]
+#: Train task A itself (a reward the tiny prior already earns sometimes: the update is not zero).
+ON_ADDITION = ["env.kwargs.task=addition", "budget.timesteps=64"]
+LM_COLUMNS = ["solve_rate", "prior_accuracy", "prior_loss", "prior_kl"]
+
+
+def _run(tmp: Path, *overrides: str) -> tuple[pd.DataFrame, dict]:
+    cfg = compose_run_config([*TINY, *overrides, f"results_dir={tmp}"])
+    out = run(cfg)
+    return pd.read_csv(out.run_dir / "metrics.csv"), out.summary
+
+
+@pytest.mark.parametrize(
+    ("expr", "numbers", "target", "reward"),
+    [
+        ("(3+5)*7", [3, 5, 7], 56, 1.0),  # correct
+        ("7*(5+3)", [3, 5, 7], 56, 1.0),  # any correct expression
+        ("3*5", [3, 5, 7], 56, 0.1),  # well formed, given numbers at most once: the format score
+        ("3+5+7", [3, 5, 7], 56, 0.1),  # all numbers, wrong value: the format score
+        ("3*3", [3, 5, 7], 56, 0.0),  # a number used twice
+        ("8*7", [3, 5, 7], 56, 0.0),  # a number not given
+        ("3*", [3, 5, 7], 56, 0.0),  # malformed
+        ("", [3, 5, 7], 56, 0.0),  # empty
+        ("7/(5-5)", [5, 5, 7], 1, 0.0),  # division by zero
+        ("9*2", [9, 2, 7], 18, 0.1),  # the task-A model's typical answer: two of three numbers
+    ],
+)
+def test_countdown_format_score_on_hand_made_cases(
+    expr: str, numbers: list[int], target: int, reward: float
+) -> None:
+    assert countdown_reward(expr, numbers, target, format_score=0.1) == reward
+    problem = Problem("", "", tuple(numbers), target)
+    task = CountdownTask(format_score=0.1)
+    assert task.reward(expr, problem) == reward
+    assert task.solved(expr, problem) == float(reward == 1.0)  # the solve rate counts solutions only
+    assert CountdownTask().reward(expr, problem) == float(reward == 1.0)  # default: outcome only
+
+
+def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path: Path) -> None:
+    first, summary = _run(tmp_path / "a", "algo=eggroll", *ES, *ON_ADDITION)
+    again, summary2 = _run(tmp_path / "b", "algo=eggroll", *ES, *ON_ADDITION)
+    points = first[first["eval_return_mean"].notna()]
+    assert list(points["timesteps"]) == [0, 32, 64]  # a point at 0, every 32 completions, the end
+    assert list(first["timesteps"]) == [0, 16, 32, 48, 64]  # 4 members x 4 prompts per generation
+    for col in LM_COLUMNS:
+        assert points[col].notna().all(), col
+    assert (points["prior_kl"].iloc[0] == 0.0) and (
+        points["prior_kl"].iloc[1:] > 0
+    ).all()  # moved off the prior
+    assert (points["solve_rate"] == points["eval_return_mean"]).all()  # addition: exact match is the reward
+    assert (first["grad_norm"].dropna() > 0).any()  # members differed: the update is not zero
+    assert summary["params_sha256"] == summary2["params_sha256"]  # same seed, same parameters
+    pd.testing.assert_frame_equal(first.drop(columns=TIMING_COLUMNS), again.drop(columns=TIMING_COLUMNS))
+    _, summary3 = _run(tmp_path / "c", "algo=eggroll", *ES, *ON_ADDITION, "seed=1")
+    assert summary3["params_sha256"] != summary["params_sha256"]
+    assert summary["prior"]["steps"] == 150 and summary["generations"] == 4
+
+
+def test_lm_es_on_countdown_scores_format_and_solve_rate_apart(tmp_path: Path) -> None:
+    metrics, summary = _run(tmp_path, "algo=openai_es", *ES, "budget.timesteps=32")
+    points = metrics[metrics["eval_return_mean"].notna()]
+    assert set(points["eval_task"]) == {"lm"} and summary["stages"] == ["lm"]
+    assert (points["eval_return_mean"] >= points["solve_rate"]).all()  # the format score only adds
+    assert points[LM_COLUMNS].notna().all().all()
+
+
+def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
+    grpo = ["algo=grpo", "algo.prompts_per_step=2", "algo.num_generations=4"]
+    metrics, summary = _run(tmp_path / "a", *grpo, *ON_ADDITION)
+    assert list(metrics["timesteps"]) == [0, 8, 16, 24, 32, 40, 48, 56, 64]  # 2 prompts x 4 samples a step
+    points = metrics[metrics["eval_return_mean"].notna()]
+    assert list(points["timesteps"]) == [0, 32, 64] and points[LM_COLUMNS].notna().all().all()
+    assert (points["prior_kl"].iloc[1:] > 0).all() and metrics["train_return_mean"].iloc[1:].notna().all()
+    again, summary2 = _run(tmp_path / "b", *grpo, *ON_ADDITION)
+    assert summary["params_sha256"] == summary2["params_sha256"]  # seeded: the same weights
+    pd.testing.assert_frame_equal(metrics.drop(columns=TIMING_COLUMNS), again.drop(columns=TIMING_COLUMNS))
+
+
+def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Path) -> None:
+    metrics, summary = _run(
+        tmp_path, "algo=eggroll", *ES, "sequence=lm_addition_to_countdown", "budget.stage_timesteps=32"
+    )
+    pre = 150 * 32  # stage A is the pretraining: its steps x its batch, in training sequences
+    assert summary["stages"] == ["addition", "countdown"] and summary["stage_boundaries"] == [pre, pre + 32]
+    points = metrics[metrics["eval_return_mean"].notna()]
+    assert set(points["eval_task"]) == {"addition", "countdown"}
+    assert set(metrics.loc[metrics["timesteps"] > pre, "train_task"]) == {"countdown"}
+    a = points[points["eval_task"] == "addition"]
+    assert list(a["timesteps"]) == [0, pre, pre + 32]  # the initial weights, the prior, the end
+    assert (a["eval_return_mean"] == a["prior_accuracy"]).all()  # stage A is task A: one measure
+    assert a["prior_kl"].iloc[0] > 0 and a["prior_kl"].iloc[1] == 0  # the initial weights are not the prior
+    assert a["drift_l2"].iloc[1] > 0  # stage A's drift: from the initial weights to the prior
+    kl = a["policy_kl"].dropna()  # from the model that ended stage A (the prior): prior_kl again
+    assert len(kl) == 2 and np.allclose(kl, a.loc[kl.index, "prior_kl"])
+    from esbench.analysis.retention import load_snapshots, sequence_curves
+
+    snaps = load_snapshots(only_run_dir(tmp_path) / "snapshots.npz")
+    assert snaps.params.shape[0] == 3  # the initial weights, the prior (the start of B), the final ones
+    curves = sequence_curves(metrics, summary["stages"], summary["stage_boundaries"])
+    assert curves is not None
+
+
+def test_env_lm_refuses_other_algorithms() -> None:
+    from esbench.config.validate import ConfigError
+
+    with pytest.raises(ConfigError, match="algo=snes with env=lm; allowed: openai_es, eggroll, grpo"):
+        compose_run_config([*TINY, "algo=snes"])
+    with pytest.raises(ConfigError, match=r"timesteps=0 is out of range"):
+        compose_run_config(
+            ["sequence=cartpole_pair", "sequence.stage_timesteps=null", "sequence.stages.0.timesteps=0"]
+        )
+    with pytest.raises(ConfigError, match=r"even algo\.population_size"):
+        compose_run_config([*TINY, "algo=openai_es", "algo.population_size=5"])
+
+
+@pytest.mark.slow
+def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path) -> None:
+    args = [
+        *TINY,
+        "algo=eggroll",
+        *ES,
+        "env.kwargs.task=addition",
+        "budget.timesteps=1600",
+        "checkpoint_every=1",
+        "eval.interval_timesteps=400",
+    ]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=4)
+    esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    esbench("run", *args, f"results_dir={tmp_path / 'whole'}")
+    resumed, whole = (
+        json.loads((only_run_dir(tmp_path / d) / "summary.json").read_text()) for d in ("killed", "whole")
+    )
+    assert resumed["resumed_from"] and resumed["params_sha256"] == whole["params_sha256"]
+    a = pd.read_csv(only_run_dir(tmp_path / "killed") / "metrics.csv").drop(columns=TIMING_COLUMNS)
+    b = pd.read_csv(only_run_dir(tmp_path / "whole") / "metrics.csv").drop(columns=TIMING_COLUMNS)
+    pd.testing.assert_frame_equal(a, b)
+    assert np.isfinite(a["prior_loss"].dropna()).all()
+
+
+def test_a_run_written_before_the_lm_columns_resumes_with_them_empty(tmp_path: Path) -> None:
+    from esbench.tracking.logger import MetricsLogger
+    from esbench.tracking.schema import METRIC_COLUMNS, METRICS_FILE
+    from esbench.tracking.store import RunStore
+
+    store = RunStore(tmp_path, "exp", "run")
+    old = [c for c in METRIC_COLUMNS if c not in LM_COLUMNS]
+    assert list(METRIC_COLUMNS) == [*old, *LM_COLUMNS]  # the LM columns come last
+    row = ",".join("1" if c in ("generation", "timesteps") else "" for c in old)
+    store.path(METRICS_FILE).parent.mkdir(parents=True, exist_ok=True)
+    store.path(METRICS_FILE).write_text(",".join(old) + "\n" + row + "\n" + row + "\n")
+    logger = MetricsLogger(store, [])
+    logger.resume(1)
+    assert len(logger.rows) == 1 and logger.rows[0]["timesteps"] == 1
+    frame = pd.read_csv(store.path(METRICS_FILE))
+    assert list(frame.columns) == list(METRIC_COLUMNS) and len(frame) == 1
+    assert frame[LM_COLUMNS].isna().all().all()
