@@ -53,7 +53,9 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def offline_report(finished_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``esbench report <the run's results> tracker=wandb_offline``: the report directory."""
     out = tmp_path_factory.mktemp("paper")
-    code = report_main([str(finished_run.parent), f"out_dir={out}", "tracker=wandb_offline", "--allow-partial"])
+    code = report_main(
+        [str(finished_run.parent), f"out_dir={out}", "tracker=wandb_offline", "--allow-partial"]
+    )
     assert code == 0
     return out / finished_run.parent.name
 
@@ -66,7 +68,7 @@ def test_a_finished_run_logs_its_results_as_one_artifact(finished_run: Path) -> 
     assert artifact.type == RUN_ARTIFACT_TYPE == "run-results"
     assert not artifact.use_after_commit  # the run's output, not an input
     entries = {e.path: e for e in artifact.manifest.contents}
-    assert RUN_FILES <= set(entries)
+    assert set(entries) >= RUN_FILES
     for name, entry in entries.items():
         assert entry.digest == _md5(finished_run / name), name
         assert Path(entry.local_path) == finished_run / name  # referenced in place, not copied
@@ -217,3 +219,23 @@ def test_report_tracker_option_is_checked(capsys: pytest.CaptureFixture[str]) ->
     assert report_main(["table1", "tracker=wandb"]) == 2
     err = capsys.readouterr().err
     assert "tracker=wandb" in err and "none, wandb_offline, wandb_online" in err
+
+
+def test_every_wandb_network_call_has_a_bound() -> None:
+    """The tracker's timeouts reach the wandb.Settings fields that bound init, finish and requests."""
+    import wandb
+
+    from esbench.tracking.wandb_writer import HTTP_RETRIES, timeout_settings
+
+    settings = wandb.Settings(**timeout_settings(3, 40, 7))
+    assert (settings.init_timeout, settings.finish_timeout) == (3, 40)
+    for kind in ("graphql", "file_stream", "file_transfer"):
+        assert getattr(settings, f"x_{kind}_timeout_seconds") == 7
+        assert getattr(settings, f"x_{kind}_retry_max") == HTTP_RETRIES
+
+
+@pytest.mark.parametrize("key", ["finish_timeout_s", "http_timeout_s"])
+def test_timeouts_must_be_positive(key: str) -> None:
+    proc = esbench("run", *RUN, "tracker=none", f"tracker.{key}=0", check=False)
+    assert proc.returncode == 2
+    assert f"tracker.{key}=0" in proc.stderr and "> 0" in proc.stderr

@@ -43,7 +43,9 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, str], bool]:
             key, value = arg.split("=", 1)
             key = key.lstrip("+")
             if key == "wandb":  # an older spelling: one spelling only, the one runs use
-                raise ValueError(f"wandb={value} is spelled tracker=wandb_{value} (allowed: {', '.join(TRACKERS)})")
+                raise ValueError(
+                    f"wandb={value} is spelled tracker=wandb_{value} (allowed: {', '.join(TRACKERS)})"
+                )
             if key not in _KEYS:
                 raise ValueError(f"unknown option {key!r}: allowed {', '.join(_KEYS)}")
             if key == "tracker" and value not in TRACKERS:

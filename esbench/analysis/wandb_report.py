@@ -112,7 +112,11 @@ def report_sections(report_md: Path) -> tuple[str, list[ReportSection]]:
         if current is None:
             return
         body = "\n".join(lines)
-        text = [line for line in _without_backed_tables(lines) if "](figures/" not in line and "](tables/" not in line]
+        text = [
+            line
+            for line in _without_backed_tables(lines)
+            if "](figures/" not in line and "](tables/" not in line
+        ]
         sections.append(
             ReportSection(
                 title=current,
