@@ -200,3 +200,8 @@ def test_sweep_jobs_sharing_a_worker_each_keep_every_row_in_their_own_wandb_run(
         expected = pd.read_csv(run_dir / "metrics.csv")["timesteps"].tolist()
         assert [row["timesteps"] for row in rows] == expected, run_dir.name
         assert exit_code == 0, run_dir.name
+        (wandb_file,) = (run_dir / "wandb").glob("offline-run-*/run-*.wandb")
+        records = wandb_records(wandb_file)
+        artifacts = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
+        assert [a.name for a in artifacts] == [f"run-{run_dir.name}"]  # its own results, not another job's
+        assert {Path(e.local_path).parent for e in artifacts[0].manifest.contents} == {run_dir}
