@@ -239,3 +239,21 @@ def test_timeouts_must_be_positive(key: str) -> None:
     proc = esbench("run", *RUN, "tracker=none", f"tracker.{key}=0", check=False)
     assert proc.returncode == 2
     assert f"tracker.{key}=0" in proc.stderr and "> 0" in proc.stderr
+
+
+def test_saving_the_report_is_bounded() -> None:
+    """The W&B Report is saved in a thread waited for at most report_timeout_s seconds."""
+    import threading
+    import time
+
+    from esbench.analysis.wandb_report import _bounded
+
+    release = threading.Event()
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"0\.2 s"):
+        _bounded(lambda: release.wait(30), 0.2)
+    assert time.monotonic() - started < 5
+    release.set()
+    assert _bounded(lambda: 7, 5) == 7
+    with pytest.raises(ConnectionError):
+        _bounded(lambda: (_ for _ in ()).throw(ConnectionError("no network")), 5)
