@@ -4,8 +4,8 @@
 after ``REPORT.md`` is written:
 
 1. It starts a W&B run of job type ``report`` and logs the report's tables (``tables/<name>`` as
-   ``wandb.Table``) and figures (``figures/<name>`` as ``wandb.Image``); a ``wandb_summary.json``
-   there (flat name -> number) becomes the run's summary.
+   ``wandb.Table``) and figures (``figures/<name>`` as ``wandb.Image``), with the flat numbers of a
+   ``wandb_summary.json`` there (name -> number), which so become the run's summary.
 2. It declares the lineage: the report run uses the artifact ``run-<run_id>`` (type
    ``run-results``) of every complete run the report was computed from. An artifact is rebuilt from
    the run directory when it is still there: the same files give the same digest, so W&B resolves it
@@ -184,7 +184,13 @@ def _use_run_artifacts(run: Any, report_dir: Path, online: bool) -> list[str]:
         # What run.use_artifact(draft) writes online, without its blocking wait and also offline,
         # where wandb refuses use_artifact: the artifact record marked use_after_commit, which the
         # sender (now, or `wandb sync` later) commits and records as an input of this run.
-        run._log_artifact(artifact, is_user_created=True, use_after_commit=True)
+        log_artifact = getattr(run, "_log_artifact", None)
+        if log_artifact is not None:
+            log_artifact(artifact, is_user_created=True, use_after_commit=True)
+        elif online:  # a wandb without the private call: the public one, online only
+            run.use_artifact(artifact)
+        else:
+            continue
         used.append(name)
     return used
 
@@ -265,11 +271,14 @@ def log_report_to_wandb(
                 payload[f"tables/{csv.stem}"] = wandb.Table(dataframe=pd.read_csv(csv))
             for png in sorted((report_dir / "figures").glob("*.png")):
                 payload[f"figures/{png.stem}"] = wandb.Image(str(png))
-            run.log(payload)
             summary = report_dir / WANDB_SUMMARY_FILE  # flat numbers a report section chose (retention)
-            if summary.is_file():
-                run.summary.update(json.loads(summary.read_text()))
-            result.used_artifacts = _use_run_artifacts(run, report_dir, online=mode == "online")
+            if summary.is_file():  # logged with the rest, they are the summary (the last value logged)
+                payload.update(json.loads(summary.read_text()))
+            run.log(payload)
+            try:  # without lineage the tables and figures are still worth having
+                result.used_artifacts = _use_run_artifacts(run, report_dir, online=mode == "online")
+            except Exception as err:
+                warnings.warn(f"W&B lineage of the report not recorded: {err}", RuntimeWarning, stacklevel=2)
             run.config.update({"run_artifacts": result.used_artifacts}, allow_val_change=True)
             entity = s.entity or (run.entity if mode == "online" else "") or ""
             result.report = report_spec(report_dir, project=s.project, entity=entity, run_id=result.run_id)
