@@ -38,7 +38,7 @@ from esbench.recipes import all_jobs, get_recipe, sequence_shape
 from esbench.utils.layout import Block
 from tests.conftest import esbench
 from tests.synthetic_store import write_sequence_run
-from tests.test_wandb_tracking import wandb_records
+from tests.test_wandb_tracking import finished_wandb_records
 
 STAGES = ("forward", "backward")
 #: Forward's return during stage 1, per (algo, seed): ES forgets more than RL.
@@ -191,7 +191,7 @@ def test_wandb_gets_the_summary_with_per_stage_namespaces(tmp_path: Path) -> Non
     (path,) = logged.run_dir.glob("run-*.wandb")
     sent = {
         (i.key or "/".join(i.nested_key)): json.loads(i.value_json)
-        for r in wandb_records(path)
+        for r in finished_wandb_records(path)
         if r.WhichOneof("record_type") == "summary"
         for i in r.summary.update
     }

@@ -23,7 +23,7 @@ from esbench.analysis.wandb_report import ReportSection, log_report_to_wandb, re
 from esbench.tracking.wandb_artifacts import RUN_ARTIFACT_TYPE, run_artifact_name
 from esbench.tracking.wandb_writer import WandbWriter
 from tests.conftest import esbench, only_run_dir
-from tests.test_wandb_tracking import wandb_records
+from tests.test_wandb_tracking import finished_wandb_records
 
 RUN = ["env=cartpole", "budget=smoke", "budget.timesteps=3000", "algo.noise_table_size=1000000"]
 RUN_FILES = {"config.yaml", "metrics.csv", "summary.json", "checkpoint.npz"}
@@ -33,7 +33,7 @@ def _records(run_dir: Path, kind: str) -> list[wandb_internal_pb2.Record]:
     """The records of one kind of the one offline W&B run below ``run_dir``."""
     files = list(run_dir.rglob("offline-run-*/run-*.wandb"))
     assert len(files) == 1, files
-    return [r for r in wandb_records(files[0]) if r.WhichOneof("record_type") == kind]
+    return [r for r in finished_wandb_records(files[0]) if r.WhichOneof("record_type") == kind]
 
 
 def _md5(path: Path) -> str:

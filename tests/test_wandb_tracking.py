@@ -64,6 +64,18 @@ def wandb_records(path: Path) -> Iterator[wandb_internal_pb2.Record]:
         yield record
 
 
+def finished_wandb_records(path: Path, timeout_s: float = 30) -> list[wandb_internal_pb2.Record]:
+    """Every record of a finished offline run's ``.wandb`` file, once its exit record is there: wandb's
+    service writes the file in the background, so right after ``run.finish`` in this process its
+    last records may still be on their way (a run in a CLI subprocess is complete when it exits)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        records = list(wandb_records(path))
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.1)
+
+
 def offline_run(run_dir: Path) -> tuple[list[dict[str, object]], int | None]:
     """(history rows, exit code or None) of the one offline W&B run in ``run_dir/wandb``."""
     files = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
