@@ -4,8 +4,8 @@
 after ``REPORT.md`` is written:
 
 1. It starts a W&B run of job type ``report`` and logs the report's tables (``tables/<name>`` as
-   ``wandb.Table``) and figures (``figures/<name>`` as ``wandb.Image``), with the flat numbers of a
-   ``wandb_summary.json`` there (name -> number), which so become the run's summary.
+   ``wandb.Table``) and figures (``figures/<name>`` as ``wandb.Image``); a ``wandb_summary.json``
+   there (flat name -> number) becomes the run's summary.
 2. It declares the lineage: the report run uses the artifact ``run-<run_id>`` (type
    ``run-results``) of every complete run the report was computed from. An artifact is rebuilt from
    the run directory when it is still there: the same files give the same digest, so W&B resolves it
@@ -271,10 +271,10 @@ def log_report_to_wandb(
                 payload[f"tables/{csv.stem}"] = wandb.Table(dataframe=pd.read_csv(csv))
             for png in sorted((report_dir / "figures").glob("*.png")):
                 payload[f"figures/{png.stem}"] = wandb.Image(str(png))
-            summary = report_dir / WANDB_SUMMARY_FILE  # flat numbers a report section chose (retention)
-            if summary.is_file():  # logged with the rest, they are the summary (the last value logged)
-                payload.update(json.loads(summary.read_text()))
             run.log(payload)
+            summary = report_dir / WANDB_SUMMARY_FILE  # flat numbers a report section chose (retention)
+            if summary.is_file():
+                run.summary.update(json.loads(summary.read_text()))
             try:  # without lineage the tables and figures are still worth having
                 result.used_artifacts = _use_run_artifacts(run, report_dir, online=mode == "online")
             except Exception as err:
