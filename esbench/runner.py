@@ -160,6 +160,9 @@ def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:
             tags=tags,
             config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
             init_timeout_s=float(cfg.tracker.init_timeout_s),
+            finish_timeout_s=float(cfg.tracker.finish_timeout_s),
+            http_timeout_s=float(cfg.tracker.http_timeout_s),
+            artifacts=bool(cfg.tracker.artifacts),
         )
         writers.append(wandb_writer)
     logger = MetricsLogger(store, writers)

@@ -45,13 +45,15 @@ def files_holding(sentinel: str, *roots: Path) -> tuple[list[Path], int]:
 
 def test_api_key_reaches_no_file_of_a_run_or_its_report(tmp_path: Path, sentinel: str) -> None:
     """A smoke run with the default tracker (W&B offline: its run files and debug logs land in the
-    run directory), then ``esbench report`` over it, with the key in the environment of both."""
+    run directory), then ``esbench report`` over it (its report run offline too), with the key in the
+    environment of both."""
     results, reports = tmp_path / "runs", tmp_path / "reports"
     esbench("run", *CARTPOLE, "tracker.console=false", "experiment=secrets", f"results_dir={results}")
     run_dir = only_run_dir(results)
     assert list((run_dir / "wandb").glob("offline-run-*/run-*.wandb")), "W&B did not write its run"
-    esbench("report", str(results / "secrets"), f"out_dir={reports}")
+    esbench("report", str(results / "secrets"), f"out_dir={reports}", "tracker=wandb_offline")
     assert list(reports.rglob("REPORT.md"))
+    assert list((reports / "wandb").glob("offline-run-*/run-*.wandb")), "W&B did not write the report run"
     hits, read = files_holding(sentinel, results, reports)
     assert read >= 10, read  # the walk saw the run, its W&B files and the report
     assert hits == []

@@ -64,6 +64,18 @@ def wandb_records(path: Path) -> Iterator[wandb_internal_pb2.Record]:
         yield record
 
 
+def finished_wandb_records(path: Path, timeout_s: float = 30) -> list[wandb_internal_pb2.Record]:
+    """Every record of a finished offline run's ``.wandb`` file, once its exit record is there: wandb's
+    service writes the file in the background, so right after ``run.finish`` in this process its
+    last records may still be on their way (a run in a CLI subprocess is complete when it exits)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        records = list(wandb_records(path))
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.1)
+
+
 def offline_run(run_dir: Path) -> tuple[list[dict[str, object]], int | None]:
     """(history rows, exit code or None) of the one offline W&B run in ``run_dir/wandb``."""
     files = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
@@ -200,3 +212,8 @@ def test_sweep_jobs_sharing_a_worker_each_keep_every_row_in_their_own_wandb_run(
         expected = pd.read_csv(run_dir / "metrics.csv")["timesteps"].tolist()
         assert [row["timesteps"] for row in rows] == expected, run_dir.name
         assert exit_code == 0, run_dir.name
+        (wandb_file,) = (run_dir / "wandb").glob("offline-run-*/run-*.wandb")
+        records = wandb_records(wandb_file)
+        artifacts = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
+        assert [a.name for a in artifacts] == [f"run-{run_dir.name}"]  # its own results, not another job's
+        assert {Path(e.local_path).parent for e in artifacts[0].manifest.contents} == {run_dir}

@@ -16,5 +16,5 @@ directory into tidy tables; everything else draws from those.
   rendered from the report's ``data/`` (:mod:`~esbench.analysis.report_data`);
   :mod:`~esbench.analysis.report_check`: ``esbench report --check`` recomputes and compares.
 - :mod:`~esbench.analysis.cli`: ``esbench report TARGET ...``; :mod:`~esbench.analysis.wandb_report`:
-  the same report in W&B (online mode only).
+  the same report in W&B: a report run using the runs' artifacts, and a W&B Report.
 """

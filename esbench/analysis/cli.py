@@ -1,5 +1,8 @@
-"""``esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [wandb=MODE] [--allow-partial]``
-and ``esbench report --check PATH``.
+"""``esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [tracker=T] [project=P]
+[entity=E] [--allow-partial]`` and ``esbench report --check PATH``.
+
+``tracker=wandb_online`` / ``wandb_offline`` also logs the report to W&B
+(:mod:`esbench.analysis.wandb_report`); ``none`` (the default) does not.
 
 Exit codes: 0 report written; 2 bad usage, unknown target, no runs, or missing runs / unequal
 seed counts without ``--allow-partial`` (the message names each condition and its seeds).
@@ -17,14 +20,15 @@ from esbench.analysis.report import REPORT_FILE, TARGETS, UnknownTargetError, bu
 from esbench.analysis.report_check import check_report, find_reports
 from esbench.analysis.report_data import ReportDataError
 from esbench.analysis.stats import IncompleteResultsError
-from esbench.analysis.wandb_report import log_report_to_wandb
+from esbench.analysis.wandb_report import TRACKERS, WandbReportSettings, log_report_to_wandb
 
 USAGE = (
-    "usage: esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [wandb=online|offline] "
-    f"[--allow-partial]; TARGET: {', '.join(TARGETS)}, or a path to a results directory\n"
+    "usage: esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] "
+    f"[tracker={'|'.join(TRACKERS)}] [project=NAME] [entity=NAME] [--allow-partial]; "
+    f"TARGET: {', '.join(TARGETS)}, or a path to a results directory\n"
     "       esbench report --check PATH   (PATH: a report directory such as paper/table1, or paper)"
 )
-_KEYS = ("results_dir", "out_dir", "seed", "wandb")
+_KEYS = ("results_dir", "out_dir", "seed", "tracker", "project", "entity")
 
 
 def _parse(argv: list[str]) -> tuple[str, dict[str, str], bool]:
@@ -38,8 +42,14 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, str], bool]:
         elif "=" in arg and not arg.startswith("-"):
             key, value = arg.split("=", 1)
             key = key.lstrip("+")
+            if key == "wandb":  # an older spelling: one spelling only, the one runs use
+                raise ValueError(
+                    f"wandb={value} is spelled tracker=wandb_{value} (allowed: {', '.join(TRACKERS)})"
+                )
             if key not in _KEYS:
                 raise ValueError(f"unknown option {key!r}: allowed {', '.join(_KEYS)}")
+            if key == "tracker" and value not in TRACKERS:
+                raise ValueError(f"tracker={value}: allowed {', '.join(TRACKERS)}")
             opts[key] = value
         elif arg.startswith("-"):
             raise ValueError(f"unknown flag {arg!r}")
@@ -79,8 +89,12 @@ def main(argv: list[str]) -> int:
     except (IncompleteResultsError, FileNotFoundError) as err:
         print(f"esbench report: {err}", file=sys.stderr)
         return 2
-    log_report_to_wandb(path.parent, {"target": target, "seed": seed}, mode=opts.get("wandb"))
     print(f"report written: {path}")
+    settings = WandbReportSettings(project=opts.get("project", "esbench"), entity=opts.get("entity"))
+    config = {"target": target, "seed": seed}
+    logged = log_report_to_wandb(path.parent, TRACKERS[opts.get("tracker", "none")], settings, config)
+    if logged is not None and logged.report_url:
+        print(f"W&B Report: {logged.report_url}")
     return 0
 
 

@@ -230,6 +230,13 @@ class TrackerConfig:
     # Seconds wandb.init may wait for the server (online) before the run goes on without W&B;
     # wandb's own default is 90 s per run, which with no network stalls a sweep for an hour.
     init_timeout_s: float = _c(15.0, gt=0.0)
+    # Seconds run.finish may spend uploading (online) before it gives up; what is left stays on
+    # disk for `wandb sync`. wandb's own default waits for ever.
+    finish_timeout_s: float = _c(120.0, gt=0.0)
+    # Seconds one HTTP request to W&B (GraphQL, file upload) may take.
+    http_timeout_s: float = _c(30.0, gt=0.0)
+    # Log each finished run's config, metrics, summary and checkpoint as artifact run-<run_id>.
+    artifacts: bool = True
 
 
 @dataclass

@@ -8,11 +8,16 @@ failure logs one warning and disables the writer; the local results store is wri
 Two things the defaults of ``wandb.init`` get wrong for a benchmark:
 
 * Online with no route to the server, ``wandb.init`` waits ``Settings.init_timeout`` (90 s)
-  before it gives up. A run waits ``init_timeout_s`` instead (``tracker.init_timeout_s``).
+  before it gives up, and ``run.finish`` waits for its uploads for ever. A run waits
+  ``tracker.init_timeout_s`` for the first, ``tracker.finish_timeout_s`` for the second, and
+  ``tracker.http_timeout_s`` for any one request (:func:`timeout_settings`).
 * The Dask launcher runs several sweep jobs at once in one worker process. ``wandb.init`` by
   default keeps one run per process (``reinit="finish_previous"`` finishes the other job's run,
   whose next ``log`` then fails). Each writer creates its own run (``reinit="create_new"``) and
   logs through that run object only, never through the process-global ``wandb.log``.
+
+A finished run logs its results store files as the artifact ``run-<run_id>`` of type
+``run-results`` (:mod:`esbench.tracking.wandb_artifacts`), before ``run.finish``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,30 @@ import time
 from pathlib import Path
 from typing import Any
 
+from esbench.tracking.wandb_artifacts import build_run_artifact
+
 log = logging.getLogger(__name__)
+
+#: Retries of a failed W&B request (wandb's default: effectively unbounded, for days).
+HTTP_RETRIES = 3
+
+
+def timeout_settings(init_timeout_s: float, finish_timeout_s: float, http_timeout_s: float) -> dict[str, Any]:
+    """The ``wandb.Settings`` fields that bound every W&B network call: ``wandb.init``
+    (``init_timeout``), the uploads ``run.finish`` waits for (``finish_timeout``; what is left
+    stays on disk for ``wandb sync``), and each request with its retries (GraphQL, file stream,
+    file transfer)."""
+    http = float(http_timeout_s)
+    return {
+        "init_timeout": float(init_timeout_s),
+        "finish_timeout": float(finish_timeout_s),
+        "x_graphql_timeout_seconds": http,
+        "x_graphql_retry_max": HTTP_RETRIES,
+        "x_file_stream_timeout_seconds": http,
+        "x_file_stream_retry_max": HTTP_RETRIES,
+        "x_file_transfer_timeout_seconds": http,
+        "x_file_transfer_retry_max": HTTP_RETRIES,
+    }
 
 
 def stage_metrics(row: dict[str, Any]) -> dict[str, float]:
@@ -64,10 +92,15 @@ class WandbWriter:
         tags: list[str],
         config: dict[str, Any],
         init_timeout_s: float = 15.0,
+        finish_timeout_s: float = 120.0,
+        http_timeout_s: float = 30.0,
+        artifacts: bool = True,
     ) -> None:
         """Start the W&B run; on failure (including no answer within ``init_timeout_s`` seconds,
-        online) warn once and carry on without W&B."""
+        online) warn once and carry on without W&B. With ``artifacts``, :meth:`finish` of a
+        finished run logs ``run_dir``'s results as artifact ``run-<run_id>``."""
         self.run: Any = None
+        self.run_dir, self.run_id, self.artifacts = run_dir, run_id, artifacts
         if mode == "disabled":
             return
         started = time.monotonic()
@@ -89,7 +122,10 @@ class WandbWriter:
                 tags=[t for t in tags if t][:64],
                 config=config,
                 settings=wandb.Settings(
-                    console="off", x_disable_stats=True, silent=True, init_timeout=float(init_timeout_s)
+                    console="off",
+                    x_disable_stats=True,
+                    silent=True,
+                    **timeout_settings(init_timeout_s, finish_timeout_s, http_timeout_s),
                 ),
                 reinit="create_new",  # concurrent jobs in one process each keep their own run
             )
@@ -122,7 +158,8 @@ class WandbWriter:
             self._fail(e)
 
     def finish(self, summary: dict[str, Any] | None = None, exit_code: int = 0) -> None:
-        """Write the summary and close the run."""
+        """Write the summary, log the results artifact of a finished run (``exit_code`` 0, with
+        ``artifacts``), and close the run. A failing artifact is one warning; the run still closes."""
         if self.run is None:
             return
         try:
@@ -130,6 +167,12 @@ class WandbWriter:
                 for k, v in summary.items():
                     if isinstance(v, (int, float, str)):
                         self.run.summary[k] = v
+            if exit_code == 0 and self.artifacts:
+                try:  # queued, not awaited: run.finish uploads it within finish_timeout
+                    self.run.log_artifact(build_run_artifact(self.run_dir, self.run_id))
+                except Exception as e:
+                    message = " ".join(str(e).split())
+                    log.warning("W&B artifact of this run not logged: %s: %s", type(e).__name__, message)
             self.run.finish(exit_code=exit_code)
         except Exception as e:
             self._fail(e)
