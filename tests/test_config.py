@@ -31,6 +31,8 @@ def test_every_config_option_composes_and_validates(group: str) -> None:
         overrides = [f"{group}={option}", "budget=smoke"] if group != "budget" else [f"budget={option}"]
         if group == "algo" and option == "dqn":
             overrides.append("env=cartpole")  # DQN acts only in discrete action spaces
+        if group == "algo" and option == "grpo":
+            overrides.append("env=lm")  # GRPO trains language models only
         if option == "address":
             overrides.append("cluster.address=tcp://127.0.0.1:8786")
         cfg = compose_run_config(overrides)
