@@ -58,9 +58,10 @@ def _check_discrete(cfg: DictConfig) -> None:
     finally:
         env.close()
     if not isinstance(space, gym.spaces.Discrete):
+        able = [k for k, s in algorithms("rl").items() if not (s.value_based or s.language_models_only)]
         raise ConfigError(
             f"algo={cfg.algo.name} needs a discrete action space; env.id={resolved_env_id(cfg.env)} "
-            f"has {space} (use algo={_one_of([k for k, s in algorithms('rl').items() if not s.value_based])})"
+            f"has {space} (use algo={_one_of(able)})"
         )
 
 
@@ -126,6 +127,7 @@ BASELINES: tuple[AlgorithmSpec, ...] = (
         description="GRPO, Shao et al. 2024, with TRL's GRPOTrainer; language models only (env=lm)",
         check=check_language_model,
         trainer="esbench.training.lm_grpo:train_grpo_lm",
+        language_models_only=True,
     ),
 )
 

@@ -54,6 +54,8 @@ class AlgorithmSpec:
             estimates of :mod:`esbench.recipes`; None: the estimate's default).
         trainer: The training function as a ``"module:function"`` entry point, for a learner of
             its own (:mod:`esbench.training`); None: its family's (the ES loop, or an SB3 task).
+        language_models_only: trains language models only (``env=lm``): never offered as an
+            alternative for a control task.
     """
 
     key: str
@@ -69,6 +71,7 @@ class AlgorithmSpec:
     head: Literal["actor_critic", "q_values"] = "actor_critic"
     steps_per_s: float | None = None
     trainer: str | None = None
+    language_models_only: bool = False
 
     def load_class(self) -> type:
         """The implementing class (imports an entry point given as ``"module:attr"``)."""
