@@ -51,11 +51,12 @@ lint: install
 	$(BIN)/lint-imports
 
 # Test files in parallel on TEST_WORKERS processes (pytest-xdist; a file's tests stay together, so
-# its module fixtures are built once). `pytest` alone runs serially.
+# its module fixtures are built once), handed out in collection order: the longest files first
+# (tests/conftest.py, LONGEST_FIRST). `pytest` alone runs serially.
 TEST_WORKERS ?= 2
 
 test: install install-cw install-docs lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-slow: install
 	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile

@@ -34,20 +34,56 @@ def test_two_job_sweep_then_a_second_invocation_recomputes_nothing(tmp_path: Pat
     assert _summaries(tmp_path / "two") == before  # nothing rewritten
 
 
-def test_four_es_jobs_on_two_workers_do_not_deadlock(tmp_path: Path) -> None:
-    """4 jobs on 2 single-threaded workers finish, more than 2 at once: each secedes for its rollouts.
+def test_jobs_outnumbering_worker_threads_run_at_once_without_deadlock(tmp_path: Path) -> None:
+    """2 ES jobs on 1 single-threaded worker both finish, and ran at once: each job secedes from the
+    worker's only thread when its run connects to the cluster, so its rollouts and the other job can
+    use it. Without seceding the first job would hold the thread while waiting for rollouts that need
+    it (a deadlock, caught by the timeout). The overlap is structural, not a race: the second job can
+    only start once the first has seceded, and the first is then still training.
 
     The overlap comes from the jobs' own start times and durations (the sweep's last line), not from
-    the driver's once-a-second progress polls, which can miss it when jobs are short.
+    the driver's once-a-second progress polls.
     """
     proc = esbench(
-        "run", *DASK, "budget.timesteps=12000", "seed=0,1,2,3", "hydra.launcher.max_concurrent=4",
-        f"results_dir={tmp_path}", timeout=240,
+        "run", *DASK[:-1], "cluster.n_workers=1", "budget.timesteps=6000", "seed=0,1",
+        "hydra.launcher.max_concurrent=2", f"results_dir={tmp_path}", timeout=240,
     )  # fmt: skip
-    assert len(list(tmp_path.rglob("summary.json"))) == 4
-    match = re.search(r"sweep finished: 4/4 done, up to (\d+) job\(s\) ran at once", proc.stdout)
+    assert len(list(tmp_path.rglob("summary.json"))) == 2
+    assert "2 job(s) on 1 worker(s)" in proc.stdout
+    match = re.search(r"sweep finished: 2/2 done, up to (\d+) job\(s\) ran at once", proc.stdout)
     assert match, proc.stdout[-2000:]
-    assert int(match.group(1)) >= 3  # without seceding, 2 worker threads hold at most 2 jobs
+    assert int(match.group(1)) == 2
+
+
+def _enter_cluster_and_wait(i: int) -> bool:
+    """A stand-in for a sweep job: connect to the cluster the way a run does (which secedes inside a
+    task), say so on a queue, then wait until the test lets every job go."""
+    from distributed import Event, Queue
+
+    from esbench.runtime.cluster import dask_client
+
+    with dask_client(None):
+        Queue("entered").put(i)
+        return Event("release").wait(timeout=120)
+
+
+def test_four_tasks_on_two_worker_threads_are_all_inside_a_run_at_once() -> None:
+    """4 tasks on 2 single-threaded workers are all inside ``dask_client`` at the same moment: a
+    barrier, not a timing, shows it (without seceding only 2 could ever enter, and the queue read
+    below times out)."""
+    from distributed import Client, Event, LocalCluster, Queue
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                     dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        entered, release = Queue("entered", client=client), Event("release", client=client)
+        futures = client.map(_enter_cluster_and_wait, range(4), pure=False)
+        inside = sorted(entered.get(timeout=120) for _ in range(4))
+        release.set()
+        assert inside == [0, 1, 2, 3]
+        assert client.gather(futures) == [True] * 4
 
 
 def test_a_failed_job_is_reported_and_the_others_complete(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -111,71 +110,15 @@ def test_unknown_recipe_or_scale_exits_2_with_one_line(args: list[str], expected
 
 
 def test_unreachable_scheduler_fails_fast_with_advice(tmp_path: Path) -> None:
-    start = time.time()
     proc = esbench(
         "reproduce", "scaling", "scale=smoke", "cluster=address", "cluster.address=tcp://127.0.0.1:9",
-        "cluster.connect_timeout_s=2", f"results_dir={tmp_path}", check=False,
+        "cluster.connect_timeout_s=2", f"results_dir={tmp_path}", check=False, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 3
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "dask scheduler" in proc.stderr and "dask worker" in proc.stderr
-    assert time.time() - start < 60
+    assert "within 2 s" in proc.stderr  # the configured connect timeout, not Dask's 30 s default
     assert not list(tmp_path.rglob("summary.json"))
-
-
-def test_reproduce_table1_smoke_end_to_end(tmp_path: Path) -> None:
-    """The README's main command through the real CLI (~40 s idle): two runs, then a report whose
-    tables hold every (task, fraction) row, whose verdicts use the three labels, and whose published
-    numbers (read from the reference CSV, not typed here) stand beside ours."""
-    import pandas as pd
-
-    from esbench.analysis.table1 import PROGRESS_FRACTIONS, load_claims, load_mujoco_reference
-    from esbench.analysis.tables import fmt_num
-    from esbench.analysis.verdicts import VERDICT_LABELS
-
-    args = ["table1", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
-    proc = esbench("reproduce", *args, timeout=900)
-    out = tmp_path / "paper" / "table1"
-    report = out / "REPORT.md"
-    assert report.exists() and f"report written: {report}" in proc.stdout
-    assert len(list((tmp_path / "runs" / "table1").rglob("summary.json"))) == 2
-    text = report.read_text()
-    assert "Scale: smoke" in text
-    ref = load_mujoco_reference().set_index(["gymnasium_id", "progress_fraction"])
-    for name in ("table1", "table1_paper"):
-        table = pd.read_csv(out / "tables" / f"{name}.csv", keep_default_na=False)
-        assert list(zip(table["env_id"], table["progress_fraction"], strict=True)) == [
-            ("InvertedPendulum-v5", p) for p in PROGRESS_FRACTIONS
-        ]
-        for col in ("verdict", "reproduced"):
-            assert set(table[col]) - {""} <= set(VERDICT_LABELS), (name, col, set(table[col]))
-        assert table["reproduced"].ne("").all()  # every cell has a published ratio to compare with
-        assert table.loc[table["progress_fraction"] == 1.0, "claim"].tolist() == ["B"]
-        rows = [line for line in (out / "tables" / f"{name}.md").read_text().splitlines() if "| 25%" in line
-                or "| 50%" in line or "| 75%" in line or "| 100%" in line]  # fmt: skip
-        assert len(rows) == len(PROGRESS_FRACTIONS)
-        for line, p in zip(rows, PROGRESS_FRACTIONS, strict=True):
-            published = ref.loc[("InvertedPendulum-v5", p)]
-            cells = [c.strip() for c in line.split("|")]
-            assert cells[1] == "InvertedPendulum" and cells[2] == f"{round(100 * p)}%"
-            assert fmt_num(published["es_over_trpo"], 3) in cells, (line, published["es_over_trpo"])
-            if name == "table1_paper":
-                assert fmt_num(published["trpo_score"], 4) in cells
-                assert fmt_num(published["es_timesteps"]) in cells
-    # The claims in the paper's words, each with its answers, all from the three labels.
-    for claim in load_claims():
-        assert f"\u201c{claim.quote}\u201d" in text
-    answers = re.findall(r"\*\*(\w+)\*\*", text.split("## Claims in the paper's words", 1)[1])
-    assert answers and set(answers) <= set(VERDICT_LABELS), answers
-    assert "measured coverage" in text and "Student-t" in text
-
-
-@pytest.mark.slow
-def test_reproduce_all_smoke(tmp_path: Path) -> None:
-    args = ["all", "scale=smoke", f"results_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'paper'}"]
-    esbench("reproduce", *args, timeout=1800)
-    for name in RECIPES:
-        assert (tmp_path / "paper" / name / "REPORT.md").exists(), name
 
 
 def test_decisive_scale_gives_es_the_papers_trpo_timesteps_and_stops_at_its_score() -> None:
