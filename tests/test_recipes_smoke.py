@@ -29,7 +29,8 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
     """(results directory, reports directory, stdout) of ``esbench reproduce all scale=smoke``."""
     root = tmp_path_factory.mktemp("reproduce-all")
     runs, reports = root / "runs", root / "reports"
-    proc = esbench("reproduce", "all", "scale=smoke", f"results_dir={runs}", f"out_dir={reports}", timeout=2400)
+    args = ("all", "scale=smoke", f"results_dir={runs}", f"out_dir={reports}")
+    proc = esbench("reproduce", *args, timeout=2400)
     return runs, reports, proc.stdout
 
 
