@@ -241,3 +241,22 @@ def test_killed_grpo_run_resumes_inside_its_stage(tmp_path: Path) -> None:
     assert list(a["timesteps"]) == list(b["timesteps"])
     assert resumed["params_sha256"] == whole["params_sha256"]
     pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow  # a W&B offline run: up to a minute on the loaded 2-core machine
+def test_lm_run_logs_tables_of_sample_generations_to_offline_wandb(tmp_path: Path) -> None:
+    """The first and the last evaluation's sample generations (prompt, completion, reward) are
+    W&B tables in the offline run's files, and in the run directory."""
+    cfg = compose_run_config(
+        [*TINY, "algo=eggroll", *ES, *ON_ADDITION, "tracker=wandb_offline", "tracker.artifacts=false",
+         f"results_dir={tmp_path}"]
+    )  # fmt: skip
+    run_dir = run(cfg).run_dir
+    for which, timesteps in (("first", 0), ("last", 64)):
+        local = json.loads((run_dir / f"samples_{which}.json").read_text())
+        assert local["columns"] == ["timesteps", "task", "prompt", "completion", "answer", "reward"]
+        assert len(local["data"]) == 8 and {r[0] for r in local["data"]} == {timesteps}
+        (table,) = (run_dir / "wandb").glob(f"offline-run-*/files/media/table/samples/{which}_*.table.json")
+        logged = json.loads(table.read_text())
+        assert logged["columns"] == local["columns"] and logged["data"] == local["data"]
+        assert all(r[2].endswith("=") and r[5] in (0.0, 1.0) for r in logged["data"])  # task A: exact or not

@@ -62,6 +62,7 @@ from esbench.training.lm_population import ChunkTask, distributed_fitness, membe
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import Counters, Stage, StageEval, stage_plan, write_snapshots
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
+from esbench.utils.io import atomic_write_json
 from esbench.utils.seeding import sha256_array
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,10 @@ log = logging.getLogger(__name__)
 TASKS = LM_TASKS
 #: Held-out prompts whose answer positions a stage's ``policy_kl`` is measured on.
 KL_PROMPTS = 64
+#: Held-out prompts per task in the tables of sample generations (first and last evaluation).
+SAMPLE_PROMPTS = 8
+#: Columns of a table of sample generations (W&B ``samples/first`` and ``samples/last``).
+SAMPLE_COLUMNS = ["timesteps", "task", "prompt", "completion", "answer", "reward"]
 
 
 @dataclass
@@ -187,6 +192,19 @@ class LMEvaluator:
         solved = np.array([task.solved(c, p) for c, p in zip(done, problems, strict=True)])
         return float(rewards.mean()), float(rewards.std()), float(solved.mean()), len(problems)
 
+    def samples(self, model: PreTrainedModel, names: list[str], timesteps: int) -> list[list[Any]]:
+        """Rows of :data:`SAMPLE_COLUMNS`: the model's greedy completions of the first
+        :data:`SAMPLE_PROMPTS` held-out prompts of each task in ``names``, with their rewards."""
+        rows: list[list[Any]] = []
+        for name in names:
+            task, problems = self.tasks[name], self.held_out[name][:SAMPLE_PROMPTS]
+            done = greedy_completions(model, self.tok, [p.prompt for p in problems], self.max_new)[0]
+            rows += [
+                [timesteps, name, p.prompt, c, p.answer, float(task.reward(c, p))]
+                for c, p in zip(done, problems, strict=True)
+            ]
+        return rows
+
     def prior(self, model: PreTrainedModel) -> dict[str, float]:
         """``prior_accuracy``, ``prior_loss`` and ``prior_kl`` (task A's held-out prompts)."""
         problems = self.held_out["addition"]
@@ -259,6 +277,7 @@ def run_lm_learner(
         learner.pretraining = (initial, int(cfg.lm.pretrain.steps) * int(cfg.lm.pretrain.batch_size))
     walk_stages(loop, learner)
     learner.on_stage_end()
+    learner.log_samples("last")
     return {
         **loop.summary(learner.counters(), learner.params()),
         "generations": prog.generation,
@@ -333,6 +352,7 @@ class LMLearner:
         pretraining's end (the stage's closing point)."""
         if self.pretraining is None:
             self._point(stage_end=self.loop.stage_done())
+            self.log_samples("first")
             return
         initial, sequences = self.pretraining
         prior = self.params()
@@ -342,6 +362,16 @@ class LMLearner:
         for counter in ("timesteps", "frames", "episodes"):
             setattr(self.prog, counter, getattr(self.prog, counter) + sequences)
         self._point(stage_end=True)
+        self.log_samples("first")
+
+    def log_samples(self, which: str) -> None:
+        """The table of sample generations ``samples/<which>`` (``first``: the model training
+        starts from, the task-A model; ``last``: the final model), on every stage's task: logged
+        through the tracker (a W&B table) and written to ``samples_<which>.json`` in the run."""
+        names = list(dict.fromkeys(stage_task(s) for s in self.plan.stages))
+        data = self.ev.samples(self.model, names, self.prog.timesteps)
+        self.logger.table(f"samples/{which}", SAMPLE_COLUMNS, data)
+        atomic_write_json(self.store.path(f"samples_{which}.json"), {"columns": SAMPLE_COLUMNS, "data": data})
 
     def _point(self, stage_end: bool) -> None:
         point = self.loop.evaluation_point(self, stage_end=stage_end)
