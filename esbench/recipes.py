@@ -16,8 +16,9 @@ A recipe names the sweep that feeds one report, and the seeds and budgets of eac
           - {algo: [openai_es, trpo], env: [hopper, walker2d], KEY: VALUE-or-list}
 
 A list value is a sweep axis, a scalar a fixed override. ``algo: "@es"`` (or ``"@rl"``, or a list
-holding them) stands for every registered algorithm of that family, so a recipe covers a new ES
-variant the moment it is registered. ``games: [Pong, ...]`` (or ``all``: the
+holding them) stands for every registered algorithm of that family that trains control tasks, so a
+recipe covers a new ES variant the moment it is registered; ``"@lm"`` stands for the algorithms
+that train language models (``env=lm``: OpenAI-ES, EGGROLL, GRPO). ``games: [Pong, ...]`` (or ``all``: the
 51 games of the paper's Table 2, :data:`esbench.envs.atari.ATARI_GAMES`) is the ``env.game`` axis.
 ``budget.frames`` gives every job the same emulator frames: ``budget.timesteps = frames /
 env.frame_skip``. The experiment name is the recipe name, so runs land in
@@ -43,6 +44,7 @@ import yaml
 
 from esbench.config.registry import FAMILIES, algorithms, family_of, get_algorithm
 from esbench.config.validate import ConfigError
+from esbench.envs.checks import LM_ALGORITHMS
 from esbench.runner import load_components
 from esbench.utils.resources import conf_dir, experiments_dir
 
@@ -196,17 +198,21 @@ def _env_id(option: str) -> str:
 
 
 def expand_families(algo: Any) -> Any:
-    """``"@es"`` / ``"@rl"`` (alone or in a list) -> every registered key of that family, sorted."""
+    """``"@es"`` / ``"@rl"`` (alone or in a list) -> every registered key of that family that
+    trains control tasks, sorted; ``"@lm"`` -> every algorithm ``env=lm`` takes (ES and GRPO)."""
     items = algo if isinstance(algo, list) else [algo]
     out: list[str] = []
     for item in items:
         text = str(item)
-        if text.startswith("@"):
+        if text == "@lm":
+            out += [k for k in LM_ALGORITHMS if k not in out]
+        elif text.startswith("@"):
             family = text[1:]
             if family not in FAMILIES:
-                raise RecipeError(f"algo: {text!r} is unknown; allowed: @es, @rl or algorithm keys")
+                raise RecipeError(f"algo: {text!r} is unknown; allowed: @es, @rl, @lm or algorithm keys")
             load_components()
-            out += [k for k in sorted(algorithms(family)) if k not in out]
+            keys = [k for k, s in sorted(algorithms(family).items()) if not s.language_models_only]
+            out += [k for k in keys if k not in out]
         elif text not in out:
             out.append(text)
     return out if isinstance(algo, list) or len(out) > 1 else out[0]
