@@ -22,8 +22,10 @@ The ruler on ``env=lm`` (docs/lm.md):
   ``pretrain.steps * pretrain.batch_size`` training sequences later (:meth:`LMLearner.first_point`).
 
 Determinism: a generation's members, prompts and noise are functions of (config, generation);
-the whole population is evaluated in-process as one batch of members x prompts (its composition
-fixed by the config), so a resumed run computes the same numbers as one never stopped. The ES
+the population is decoded as one batch of members x prompts on the driver, or, with
+``lm.population.chunk_members``, in the config's fixed chunks of members on Dask workers
+(:mod:`esbench.training.lm_population`): the batches never depend on the cluster, so any worker
+count, and a resumed run, compute the same numbers as one run never stopped. The ES
 state is the parameter vector alone (plain SGD, no optimizer moments), checkpointed as data.
 """
 
