@@ -34,7 +34,7 @@ import pandas as pd
 from esbench.analysis import figures
 from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label
 from esbench.analysis.retention_matched import GainPath, matched_gain_claims, matched_gain_table
-from esbench.analysis.retention_report import base_algo, condition_names
+from esbench.analysis.retention_report import base_algo
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of
@@ -48,10 +48,10 @@ POINT_COLUMNS: tuple[str, ...] = (
 
 
 def is_lm(runs: pd.DataFrame) -> bool:
-    """Whether the sequence runs are language-model runs (their metrics have ``prior_accuracy``)."""
+    """Whether the sequence runs are language-model runs (their metrics fill ``prior_accuracy``)."""
     for path in runs.loc[runs["complete"], "path"]:
-        header = (Path(path) / METRICS_FILE).open().readline()
-        return "prior_accuracy" in header.strip().split(",")
+        metrics = pd.read_csv(Path(path) / METRICS_FILE, usecols=lambda c: c == "prior_accuracy")
+        return "prior_accuracy" in metrics and bool(metrics["prior_accuracy"].notna().any())
     return False
 
 
@@ -62,9 +62,7 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
         Columns :data:`POINT_COLUMNS`, one row per (run, point), ``point`` 0 the stage's start.
     """
     rows: list[dict[str, object]] = []
-    complete = runs[runs["complete"]].copy()
-    complete["condition"] = condition_names(complete)
-    for r in complete.itertuples():
+    for r in runs[runs["complete"]].itertuples():  # ``algo``: the condition (scan_sequence_runs)
         run_dir = Path(str(r.path))
         summary = json.loads((run_dir / SUMMARY_FILE).read_text())
         stages, bounds = list(summary["stages"]), list(summary["stage_boundaries"])
@@ -84,7 +82,7 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
         for k, p in enumerate(points.itertuples()):
             rows.append(
                 {
-                    "algo": str(r.condition),
+                    "algo": str(r.algo),
                     "sequence": str(r.sequence),
                     "seed": int(r.seed),
                     "run_id": str(r.run_id),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
@@ -79,6 +80,8 @@ class LMGRPOLearner(LMLearner):
         resume = None
         if prog.trainer_checkpoint:
             resume = str(self.store.path(prog.trainer_checkpoint))
+            if not Path(resume).is_dir():
+                raise self.store.checkpoint_error(f"the trainer checkpoint it names, {resume}, is missing")
             load_flat(self.model, prog.snapshots[-1])  # the stage's start: the trainer's KL reference
         out = self.store.path(TRAINER_DIR)
         trained, _ = train_grpo(
@@ -89,7 +92,13 @@ class LMGRPOLearner(LMLearner):
             load_flat(self.model, flat_params(trained))
         self.model.eval()
         prog.trainer_checkpoint = ""  # the stage is over: the loop's boundary checkpoint follows
-        shutil.rmtree(out, ignore_errors=True)
+
+    def checkpoint(self) -> None:
+        """The loop's checkpoint; once it names no trainer checkpoint (a stage boundary), TRL's
+        checkpoints are deleted (after it is written: a kill in between still finds them)."""
+        super().checkpoint()
+        if not self.prog.trainer_checkpoint:
+            shutil.rmtree(self.store.path(TRAINER_DIR), ignore_errors=True)
 
     def saved(self, step: int) -> None:
         """TRL wrote its checkpoint of step ``step`` (at an evaluation point): write the loop's
