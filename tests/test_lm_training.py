@@ -94,6 +94,8 @@ def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path
     _, summary3 = _run(tmp_path / "c", "algo=eggroll", *ES, *ON_ADDITION, "seed=1")
     assert summary3["params_sha256"] != summary["params_sha256"]
     assert summary["prior"]["steps"] == 150 and summary["generations"] == 4
+    samples = [json.loads((only_run_dir(tmp_path / d) / "samples_last.json").read_text()) for d in "ab"]
+    assert samples[0] == samples[1] and len(samples[0]["data"]) == 8  # the final model's, greedy
 
 
 def test_lm_es_on_countdown_scores_format_and_solve_rate_apart(tmp_path: Path) -> None:
