@@ -16,8 +16,9 @@ A recipe names the sweep that feeds one report, and the seeds and budgets of eac
           - {algo: [openai_es, trpo], env: [hopper, walker2d], KEY: VALUE-or-list}
 
 A list value is a sweep axis, a scalar a fixed override. ``algo: "@es"`` (or ``"@rl"``, or a list
-holding them) stands for every registered algorithm of that family, so a recipe covers a new ES
-variant the moment it is registered. ``games: [Pong, ...]`` (or ``all``: the
+holding them) stands for every registered algorithm of that family that trains control tasks, so a
+recipe covers a new ES variant the moment it is registered; ``"@lm"`` stands for the algorithms
+that train language models (``env=lm``: OpenAI-ES, EGGROLL, GRPO). ``games: [Pong, ...]`` (or ``all``: the
 51 games of the paper's Table 2, :data:`esbench.envs.atari.ATARI_GAMES`) is the ``env.game`` axis.
 ``budget.frames`` gives every job the same emulator frames: ``budget.timesteps = frames /
 env.frame_skip``. The experiment name is the recipe name, so runs land in
@@ -43,6 +44,7 @@ import yaml
 
 from esbench.config.registry import FAMILIES, algorithms, family_of, get_algorithm
 from esbench.config.validate import ConfigError
+from esbench.envs.checks import LM_ALGORITHMS
 from esbench.runner import load_components
 from esbench.utils.resources import conf_dir, experiments_dir
 
@@ -196,17 +198,21 @@ def _env_id(option: str) -> str:
 
 
 def expand_families(algo: Any) -> Any:
-    """``"@es"`` / ``"@rl"`` (alone or in a list) -> every registered key of that family, sorted."""
+    """``"@es"`` / ``"@rl"`` (alone or in a list) -> every registered key of that family that
+    trains control tasks, sorted; ``"@lm"`` -> every algorithm ``env=lm`` takes (ES and GRPO)."""
     items = algo if isinstance(algo, list) else [algo]
     out: list[str] = []
     for item in items:
         text = str(item)
-        if text.startswith("@"):
+        if text == "@lm":
+            out += [k for k in LM_ALGORITHMS if k not in out]
+        elif text.startswith("@"):
             family = text[1:]
             if family not in FAMILIES:
-                raise RecipeError(f"algo: {text!r} is unknown; allowed: @es, @rl or algorithm keys")
+                raise RecipeError(f"algo: {text!r} is unknown; allowed: @es, @rl, @lm or algorithm keys")
             load_components()
-            out += [k for k in sorted(algorithms(family)) if k not in out]
+            keys = [k for k, s in sorted(algorithms(family).items()) if not s.language_models_only]
+            out += [k for k in keys if k not in out]
         elif text not in out:
             out.append(text)
     return out if isinstance(algo, list) or len(out) > 1 else out[0]
@@ -354,6 +360,15 @@ STEP_RATES: dict[str, Any] = {
     "atari_frame_s": 1.0e-4,
     "atari_cnn_s": {"es": 2.25e-4, "rl": 1.15e-3},
     "job_overhead_s": 8.0,  # cluster/env/policy start-up, W&B offline init, report I/O per job
+    # env=lm, the default model (1.06M parameters), one torch thread, measured on the shared 2-core
+    # machine at load ~10 (2,048 completions per learner from an untrained model, so every
+    # completion runs its full 12 tokens): training completions per second, seconds to evaluate one
+    # task on 200 held-out prompts, and seconds per pretraining step (1,500 steps took ~6 min).
+    "lm": {
+        "completions_per_s": {"eggroll": 200.0, "openai_es": 146.0, "grpo": 34.0},
+        "eval_task_s": 1.4,
+        "pretrain_step_s": 0.24,
+    },
 }
 
 
@@ -385,6 +400,8 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
         episodes *= len(stage_steps)
     load_components()
     is_es = family_of(algo) == "es"
+    if env == "lm":
+        return _lm_job_cost(o, algo, steps, interval, episodes)
     if env == "atari":
         fs = int(o.get("env.frame_skip", 4))
         cap = int(o.get("env.max_episode_steps", 27_000))
@@ -400,6 +417,45 @@ def _job_cost(job: list[str]) -> tuple[int, float, float]:
         eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
     workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
     return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], float(workers)
+
+
+def _lm_preset(o: dict[str, str]) -> dict[str, Any]:
+    """The ``lm`` block of the job's ``conf/env_budget/lm_<budget>.yaml`` (empty without one)."""
+    path = conf_dir() / "env_budget" / f"lm_{o.get('budget', 'mini')}.yaml"
+    data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    return dict(data.get("lm") or {})
+
+
+def _lm_job_cost(
+    o: dict[str, str], algo: str, steps: int, interval: int, tasks: int
+) -> tuple[int, float, float]:
+    """An ``env=lm`` job: its completions at the learner's rate, and every evaluation point's
+    ``tasks`` tasks plus the prior's measures on ``lm.decoding.eval_prompts`` prompts each."""
+    rates = STEP_RATES["lm"]
+    seq = o.get("sequence", "none")
+    if seq not in ("none", "null") and "budget.stage_timesteps" in o:  # the lm_* sequences' stage budget
+        per_stage = int(o["budget.stage_timesteps"])
+        steps = sum(per_stage if n else 0 for n in sequence_shape(seq)[1])  # a budget-0 stage stays 0
+    prompts = int(
+        o.get("lm.decoding.eval_prompts", (_lm_preset(o).get("decoding") or {}).get("eval_prompts", 200))
+    )
+    train_s = steps / rates["completions_per_s"].get(algo, min(rates["completions_per_s"].values()))
+    eval_s = (steps // interval + 2) * (tasks + 1) * rates["eval_task_s"] * prompts / 200
+    return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], 1.0  # one torch thread
+
+
+def lm_pretrain_s(jobs: Sequence[Sequence[str]]) -> float:
+    """Seconds of pretraining the task-A models of ``env=lm`` jobs: once per budget preset (the
+    prior is cached by config hash and shared by every learner and seed)."""
+    budgets = set()
+    for job in jobs:
+        o = {_key(a): a.split("=", 1)[1] for a in job if "=" in a}
+        seq = o.get("sequence", "none")
+        env = o.get("env", sequence_shape(seq)[0] if seq not in ("none", "null") else "")
+        if env == "lm":
+            budgets.add(o.get("budget", "mini"))
+    steps = sum(int((_lm_preset({"budget": b}).get("pretrain") or {}).get("steps", 1500)) for b in budgets)
+    return steps * float(STEP_RATES["lm"]["pretrain_step_s"])
 
 
 def sequence_shape(name: str) -> tuple[str, list[int]]:
@@ -426,9 +482,10 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2) -> Cost:
     """Jobs, timesteps, core-seconds and wall-clock on ``cores`` cores of a recipe's scale."""
     jobs = [j for sweep in recipe.plan(scale) for j in sweep.jobs()]
     costs = [_job_cost(j) for j in jobs]
-    core_s = sum(c for _, c, _ in costs)
+    pretrain = lm_pretrain_s(jobs)  # env=lm: the task-A model, once, before the first job
+    core_s = sum(c for _, c, _ in costs) + pretrain
     if recipe.launcher == "basic":  # one job at a time, each on its own n_workers
-        wall = sum(c / max(min(w or cores, cores), 1) for _, c, w in costs)
+        wall = pretrain + sum(c / max(min(w or cores, cores), 1) for _, c, w in costs)
     else:
         wall = core_s / cores
     return Cost(len(jobs), sum(s for s, _, _ in costs), core_s, wall, cores)
@@ -474,7 +531,8 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
     lines.append(
         "Estimates from measured step rates (esbench.recipes.STEP_RATES): MuJoCo raw rates measured "
         "here, ES at 0.8 of raw; SB3 TRPO 1.7k, PPO 1.5k, A2C 1.2k steps/s per thread; Atari ES "
-        "~1.6k agent steps/s per core at frame-skip 4, A2C on Atari ~0.64k (measured)."
+        "~1.6k agent steps/s per core at frame-skip 4, A2C on Atari ~0.64k (measured); env=lm: training "
+        "completions/s of each learner, evaluation and pretraining seconds, measured under load."
     )
     return "\n".join(lines)
 

@@ -94,6 +94,8 @@ def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path
     _, summary3 = _run(tmp_path / "c", "algo=eggroll", *ES, *ON_ADDITION, "seed=1")
     assert summary3["params_sha256"] != summary["params_sha256"]
     assert summary["prior"]["steps"] == 150 and summary["generations"] == 4
+    samples = [json.loads((only_run_dir(tmp_path / d) / "samples_last.json").read_text()) for d in "ab"]
+    assert samples[0] == samples[1] and len(samples[0]["data"]) == 8  # the final model's, greedy
 
 
 def test_lm_es_on_countdown_scores_format_and_solve_rate_apart(tmp_path: Path) -> None:
@@ -195,3 +197,68 @@ def test_a_run_written_before_the_lm_columns_resumes_with_them_empty(tmp_path: P
     frame = pd.read_csv(store.path(METRICS_FILE))
     assert list(frame.columns) == list(METRIC_COLUMNS) and len(frame) == 1
     assert frame[LM_COLUMNS].isna().all().all()
+
+
+@pytest.mark.slow  # two LocalClusters: about 30 s
+def test_lm_es_members_on_1_or_2_dask_workers_give_identical_parameters(tmp_path: Path) -> None:
+    """The population is decoded in the config's fixed chunks of members, so the cluster's size
+    cannot change a member's batch: 1 and 2 workers train the same weights, bit for bit."""
+    dist = ["algo=openai_es", *ES, *ON_ADDITION, "lm.population.chunk_members=2", "cluster.dashboard=false"]
+    one, a = _run(tmp_path / "one", *dist, "cluster.n_workers=1")
+    two, b = _run(tmp_path / "two", *dist, "cluster.n_workers=2")
+    assert a["params_sha256"] == b["params_sha256"]
+    assert set(one["workers"]) == {1} and set(two["workers"]) == {2}
+    cols = [*TIMING_COLUMNS, "workers"]
+    pd.testing.assert_frame_equal(one.drop(columns=cols), two.drop(columns=cols))
+    _, local = _run(tmp_path / "local", "algo=openai_es", *ES, *ON_ADDITION)
+    assert local["generations"] == a["generations"] == 4  # 64 completions: 4 generations of 4 x 4
+    assert one["grad_norm"].gt(0).any()  # the members differed: the weights moved
+
+
+@pytest.mark.slow  # three GRPO runs in subprocesses: about a minute
+def test_killed_grpo_run_resumes_inside_its_stage(tmp_path: Path) -> None:
+    """Killed after an evaluation point inside the stage, GRPO resumes from TRL's checkpoint there
+    (the rows it covers are unchanged, byte for byte), not from the stage's start."""
+    args = [
+        *TINY,
+        "algo=grpo",
+        "algo.prompts_per_step=2",
+        "algo.num_generations=4",
+        "env.kwargs.task=addition",
+        "budget.timesteps=160",
+        "eval.interval_timesteps=32",
+    ]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=9)  # the point at 64 (step 8)
+    assert (killed.run_dir / "grpo_trainer").is_dir()
+    esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    assert not (killed.run_dir / "grpo_trainer").exists()  # TRL's checkpoints go with the stage
+    esbench("run", *args, f"results_dir={tmp_path / 'whole'}")
+    resumed, whole = (
+        json.loads((only_run_dir(tmp_path / d) / "summary.json").read_text()) for d in ("killed", "whole")
+    )
+    assert resumed["resumed_from"] and resumed["resumed_from"][0] >= 8  # inside the stage, not at 0
+    a = pd.read_csv(only_run_dir(tmp_path / "killed") / "metrics.csv").drop(columns=TIMING_COLUMNS)
+    b = pd.read_csv(only_run_dir(tmp_path / "whole") / "metrics.csv").drop(columns=TIMING_COLUMNS)
+    assert list(a["timesteps"]) == list(b["timesteps"])
+    assert resumed["params_sha256"] == whole["params_sha256"]
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow  # a W&B offline run: up to a minute on the loaded 2-core machine
+def test_lm_run_logs_tables_of_sample_generations_to_offline_wandb(tmp_path: Path) -> None:
+    """The first and the last evaluation's sample generations (prompt, completion, reward) are
+    W&B tables in the offline run's files, and in the run directory."""
+    cfg = compose_run_config(
+        [*TINY, "algo=eggroll", *ES, *ON_ADDITION, "tracker=wandb_offline", "tracker.artifacts=false",
+         f"results_dir={tmp_path}"]
+    )  # fmt: skip
+    run_dir = run(cfg).run_dir
+    for which, timesteps in (("first", 0), ("last", 64)):
+        local = json.loads((run_dir / f"samples_{which}.json").read_text())
+        assert local["columns"] == ["timesteps", "task", "prompt", "completion", "answer", "reward"]
+        assert len(local["data"]) == 8 and {r[0] for r in local["data"]} == {timesteps}
+        (table,) = (run_dir / "wandb").glob(f"offline-run-*/files/media/table/samples/{which}_*.table.json")
+        logged = json.loads(table.read_text())
+        assert logged["columns"] == local["columns"] and logged["data"] == local["data"]
+        assert all(r[2].endswith("=") and r[5] in (0.0, 1.0) for r in logged["data"])  # task A: exact or not

@@ -64,6 +64,33 @@ def test_user_overrides_replace_the_recipes() -> None:
     assert sweep.overrides[-1] == "results_dir=/x"
 
 
+def test_rl_alias_keeps_to_control_tasks_and_lm_alias_names_the_language_model_learners() -> None:
+    from esbench.recipes import expand_families
+
+    rl = expand_families("@rl")
+    assert "grpo" not in rl and {"ppo", "trpo"} <= set(rl)  # GRPO trains language models only
+    assert expand_families("@lm") == ["openai_es", "eggroll", "grpo"]
+    (sweep,) = get_recipe("lm_retention").plan("smoke", [])
+    algos = {o.split("=", 1)[1] for job in sweep.jobs() for o in job if o.startswith("algo=")}
+    assert algos == {"openai_es", "eggroll", "grpo"}
+    with pytest.raises(RecipeError, match="allowed: @es, @rl, @lm or algorithm keys"):
+        expand_families("@nope")
+
+
+def test_lm_jobs_are_priced_by_the_language_model_rates() -> None:
+    from esbench.recipes import STEP_RATES, _job_cost, estimate, lm_pretrain_s
+
+    recipe = get_recipe("lm_retention")
+    smoke = estimate(recipe, "smoke")
+    assert smoke.timesteps == 6 * 2048  # the stage budget of task B; the pretraining stage is 0
+    jobs = all_jobs(recipe, "mini")
+    cost = {j[-3]: _job_cost(j)[1] for j in jobs}
+    rates = STEP_RATES["lm"]["completions_per_s"]
+    assert cost["algo=grpo"] > 40960 / rates["grpo"] > cost["algo=eggroll"] > 40960 / rates["eggroll"]
+    assert lm_pretrain_s(jobs) == 1500 * STEP_RATES["lm"]["pretrain_step_s"]  # once, not per job
+    assert estimate(recipe, "mini").wall_s > sum(cost.values()) * 5  # one job at a time, 5 seeds
+
+
 def test_bad_recipe_files_fail_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("description: x\nreport: table1\nscales: {smoke: {}}\n")
     with pytest.raises(RecipeError, match=r"bad\.yaml: scales must be smoke, mini, paper, optionally"):

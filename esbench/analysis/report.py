@@ -31,6 +31,7 @@ from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import family_table, write_family_table
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import frameskip_scores, frameskip_spread, write_frameskip
+from esbench.analysis.lm_retention import is_lm, lm_section
 from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
 from esbench.analysis.projection import (
     CALIBRATION_FILE,
@@ -833,6 +834,10 @@ def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
     rng = np.random.default_rng(manifest.seed)
     data = analyse_retention(runs)
     section = _section_retention(data, runs, root, rng)
+    if is_lm(runs):  # the language model's own measures and verdict, ahead of the common scale's
+        blocks, claims = lm_section(runs, root, rng)
+        section.body[:0] = blocks
+        section.claims[:0] = claims
     text = [f"# Retention report: {manifest.name}\n"]
     text.append(
         "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "

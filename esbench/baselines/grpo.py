@@ -93,10 +93,17 @@ def train_grpo(
     settings: GRPOSettings,
     output_dir: str | None = None,
     callbacks: list[Any] | None = None,
+    resume_from: str | None = None,
 ) -> tuple[PreTrainedModel, list[dict[str, float]]]:
     """Train ``model`` (in place) on task B (or any task with a reward) with GRPO for
     ``settings.steps`` steps; ``callbacks`` are ``transformers.TrainerCallback`` s the trainer calls
     (the training loop's evaluation points, :mod:`esbench.training.lm_grpo`).
+
+    ``resume_from`` names a trainer checkpoint (``output_dir/checkpoint-N``, written when a callback
+    sets ``control.should_save``) to continue from: its weights, AdamW moments, learning-rate
+    schedule, random states and step count are TRL's to restore, and the prompts of its first N
+    steps are skipped. ``model`` must then hold the weights the trainer started from (the KL
+    reference is made from them).
 
     Returns:
         The trained model (the same object, in eval mode) and TRL's log rows (reward, loss, KL ...).
@@ -107,7 +114,7 @@ def train_grpo(
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # saving and reloading the reference copy: no bars on stderr
     try:
-        return _train(model, tokenizer, task, settings, problems, output_dir, callbacks)
+        return _train(model, tokenizer, task, settings, problems, output_dir, callbacks, resume_from)
     finally:
         if bars:
             hf_logging.enable_progress_bar()
@@ -121,6 +128,7 @@ def _train(
     problems: list[Problem],
     output_dir: str | None,
     callbacks: list[Any] | None,
+    resume_from: str | None,
 ) -> tuple[PreTrainedModel, list[dict[str, float]]]:
     """The body of :func:`train_grpo`."""
     from transformers import PrinterCallback
@@ -163,7 +171,7 @@ def _train(
         )
         trainer.remove_callback(PrinterCallback)  # TRL's rows come back in ``logs``, not on stdout
         try:
-            trainer.train()
+            trainer.train(resume_from_checkpoint=resume_from)
         finally:
             model.config._name_or_path = name  # the temporary copy is gone after this block
         logs = [dict(row) for row in trainer.state.log_history]

@@ -82,6 +82,16 @@ class DecodingConfig:
 
 
 @dataclass
+class PopulationConfig:
+    """Where an ES generation's members are decoded (esbench.training.lm_population)."""
+
+    # 0: the whole population as one batch on the driver; K > 0: fixed chunks of K members, one
+    # Dask task each on the run's cluster (the chunks are the config's, so any worker count
+    # computes the same parameters).
+    chunk_members: int = _c(0, ge=0)
+
+
+@dataclass
 class LMConfig:
     """Everything the language-model environment needs beyond ``env``."""
 
@@ -90,6 +100,7 @@ class LMConfig:
     task_a: TaskAConfig = field(default_factory=TaskAConfig)
     task_b: TaskBConfig = field(default_factory=TaskBConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    population: PopulationConfig = field(default_factory=PopulationConfig)
 
 
 @dataclass

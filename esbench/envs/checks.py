@@ -76,6 +76,7 @@ def check_lm(cfg: DictConfig) -> None:
         ("task_a", lm.TaskAConfig),
         ("task_b", lm.TaskBConfig),
         ("decoding", lm.DecodingConfig),
+        ("population", lm.PopulationConfig),
     ):
         check_fields(cfg.lm[name], schema, f"lm.{name}")
     algo = str(cfg.algo.name)

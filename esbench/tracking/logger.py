@@ -85,6 +85,13 @@ class MetricsLogger:
             w.write(row)
         return row
 
+    def table(self, key: str, columns: list[str], data: list[list[Any]]) -> None:
+        """Hand a table (rows of ``columns``) to every writer that logs tables (W&B's ``key``)."""
+        for w in self.writers:
+            write_table = getattr(w, "write_table", None)
+            if write_table is not None:
+                write_table(key, columns, data)
+
     def sync(self) -> None:
         """Make ``metrics.csv`` hold exactly :attr:`rows`: append the new ones, or rewrite it."""
         n = self._written

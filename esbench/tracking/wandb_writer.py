@@ -157,6 +157,17 @@ class WandbWriter:
         except Exception as e:
             self._fail(e)
 
+    def write_table(self, key: str, columns: list[str], data: list[list[Any]]) -> None:
+        """Log a ``wandb.Table`` under ``key`` (for example sample generations), at the current step."""
+        if self.run is None:
+            return
+        try:
+            import wandb
+
+            self.run.log({key: wandb.Table(columns=list[str | int](columns), data=data)})
+        except Exception as e:
+            self._fail(e)
+
     def finish(self, summary: dict[str, Any] | None = None, exit_code: int = 0) -> None:
         """Write the summary, log the results artifact of a finished run (``exit_code`` 0, with
         ``artifacts``), and close the run. A failing artifact is one warning; the run still closes."""

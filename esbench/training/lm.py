@@ -22,16 +22,20 @@ The ruler on ``env=lm`` (docs/lm.md):
   ``pretrain.steps * pretrain.batch_size`` training sequences later (:meth:`LMLearner.first_point`).
 
 Determinism: a generation's members, prompts and noise are functions of (config, generation);
-the whole population is evaluated in-process as one batch of members x prompts (its composition
-fixed by the config), so a resumed run computes the same numbers as one never stopped. The ES
+the population is decoded as one batch of members x prompts on the driver, or, with
+``lm.population.chunk_members``, in the config's fixed chunks of members on Dask workers
+(:mod:`esbench.training.lm_population`): the batches never depend on the cluster, so any worker
+count, and a resumed run, compute the same numbers as one run never stopped. The ES
 state is the parameter vector alone (plain SGD, no optimizer moments), checkpointed as data.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,14 +54,17 @@ from esbench.policies.lm.evaluation import answer_loss, next_token_kl, teacher_f
 from esbench.policies.lm.model import build_model
 from esbench.policies.lm.population import PopulationModel, antithetic
 from esbench.policies.lm.pretrain import pretrained
+from esbench.runtime.cluster import dask_client, worker_count
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import StageStates, write_stage_states
+from esbench.training.lm_population import ChunkTask, distributed_fitness, member_chunks
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import Counters, Stage, StageEval, stage_plan, write_snapshots
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
+from esbench.utils.io import atomic_write_json
 from esbench.utils.seeding import sha256_array
 
 log = logging.getLogger(__name__)
@@ -66,6 +73,10 @@ log = logging.getLogger(__name__)
 TASKS = LM_TASKS
 #: Held-out prompts whose answer positions a stage's ``policy_kl`` is measured on.
 KL_PROMPTS = 64
+#: Held-out prompts per task in the tables of sample generations (first and last evaluation).
+SAMPLE_PROMPTS = 8
+#: Columns of a table of sample generations (W&B ``samples/first`` and ``samples/last``).
+SAMPLE_COLUMNS = ["timesteps", "task", "prompt", "completion", "answer", "reward"]
 
 
 @dataclass
@@ -74,6 +85,7 @@ class LMProgress(SequenceProgress):
 
     generation: int = 0
     last_point_at: int = -1  # the timesteps of the last evaluation point
+    trainer_checkpoint: str = ""  # GRPO inside a stage: TRL's checkpoint (run-dir relative) to resume
 
 
 @dataclass
@@ -182,6 +194,19 @@ class LMEvaluator:
         solved = np.array([task.solved(c, p) for c, p in zip(done, problems, strict=True)])
         return float(rewards.mean()), float(rewards.std()), float(solved.mean()), len(problems)
 
+    def samples(self, model: PreTrainedModel, names: list[str], timesteps: int) -> list[list[Any]]:
+        """Rows of :data:`SAMPLE_COLUMNS`: the model's greedy completions of the first
+        :data:`SAMPLE_PROMPTS` held-out prompts of each task in ``names``, with their rewards."""
+        rows: list[list[Any]] = []
+        for name in names:
+            task, problems = self.tasks[name], self.held_out[name][:SAMPLE_PROMPTS]
+            done = greedy_completions(model, self.tok, [p.prompt for p in problems], self.max_new)[0]
+            rows += [
+                [timesteps, name, p.prompt, c, p.answer, float(task.reward(c, p))]
+                for c, p in zip(done, problems, strict=True)
+            ]
+        return rows
+
     def prior(self, model: PreTrainedModel) -> dict[str, float]:
         """``prior_accuracy``, ``prior_loss`` and ``prior_kl`` (task A's held-out prompts)."""
         problems = self.held_out["addition"]
@@ -217,11 +242,14 @@ class LMEvaluator:
 def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train OpenAI-ES or EGGROLL on a language model as ``cfg`` says; returns the summary dict."""
     del run_key  # the noise is named by (seed, generation, member): nothing else to key
-    return run_lm_learner(cfg, store, logger, LMESLearner)
+    if not int(OmegaConf.select(cfg, "lm.population.chunk_members", default=0) or 0):
+        return run_lm_learner(cfg, store, logger, LMESLearner)
+    with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
+        return run_lm_learner(cfg, store, logger, functools.partial(LMESLearner, client=client))
 
 
 def run_lm_learner(
-    cfg: DictConfig, store: RunStore, logger: MetricsLogger, learner_cls: type[LMLearner]
+    cfg: DictConfig, store: RunStore, logger: MetricsLogger, learner_cls: Callable[..., LMLearner]
 ) -> dict[str, Any]:
     """The driver every LM learner shares: the task-A model, resume or a fresh start, the walk
     through the stages (:func:`~esbench.training.loop.walk_stages`), the summary."""
@@ -251,6 +279,7 @@ def run_lm_learner(
         learner.pretraining = (initial, int(cfg.lm.pretrain.steps) * int(cfg.lm.pretrain.batch_size))
     walk_stages(loop, learner)
     learner.on_stage_end()
+    learner.log_samples("last")
     return {
         **loop.summary(learner.counters(), learner.params()),
         "generations": prog.generation,
@@ -293,15 +322,17 @@ class LMLearner:
         self._wall0 = self.prog.wall_clock_s
         self._solve: dict[str, float] = {}
         self._prior: dict[str, float] = {}
+        self.workers = 1
         #: (initial parameters, training sequences) when stage 0 is the pretraining, else None.
         self.pretraining: tuple[np.ndarray, int] | None = None
 
     def counters(self) -> Counters:
-        """The ruler's counters now (one worker: the driver)."""
+        """The ruler's counters now (workers: the driver alone, or the cluster's decoding members)."""
         p = self.prog
         return Counters(
-            p.generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps, 1
-        )
+            p.generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps,
+            self.workers,
+        )  # fmt: skip
 
     def _clock(self) -> None:
         now = time.perf_counter() - self._t0
@@ -323,6 +354,7 @@ class LMLearner:
         pretraining's end (the stage's closing point)."""
         if self.pretraining is None:
             self._point(stage_end=self.loop.stage_done())
+            self.log_samples("first")
             return
         initial, sequences = self.pretraining
         prior = self.params()
@@ -332,6 +364,16 @@ class LMLearner:
         for counter in ("timesteps", "frames", "episodes"):
             setattr(self.prog, counter, getattr(self.prog, counter) + sequences)
         self._point(stage_end=True)
+        self.log_samples("first")
+
+    def log_samples(self, which: str) -> None:
+        """The table of sample generations ``samples/<which>`` (``first``: the model training
+        starts from, the task-A model; ``last``: the final model), on every stage's task: logged
+        through the tracker (a W&B table) and written to ``samples_<which>.json`` in the run."""
+        names = list(dict.fromkeys(stage_task(s) for s in self.plan.stages))
+        data = self.ev.samples(self.model, names, self.prog.timesteps)
+        self.logger.table(f"samples/{which}", SAMPLE_COLUMNS, data)
+        atomic_write_json(self.store.path(f"samples_{which}.json"), {"columns": SAMPLE_COLUMNS, "data": data})
 
     def _point(self, stage_end: bool) -> None:
         point = self.loop.evaluation_point(self, stage_end=stage_end)
@@ -396,11 +438,18 @@ class LMESLearner(LMLearner):
     (:class:`~esbench.policies.lm.population.PopulationModel`; full rank for ``openai_es``, rank
     ``algo.rank`` for ``eggroll``), fitness the mean reward on one prompt batch of the stage's
     task (``lm.decoding.fitness_prompts`` ``train`` prompts, a function of (seed, generation)),
-    the update Eq. (2) of that module (``algo.learning_rate``, ``algo.sigma``)."""
+    the update Eq. (2) of that module (``algo.learning_rate``, ``algo.sigma``).
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    With a Dask ``client`` (``lm.population.chunk_members`` > 0) the members are decoded on the
+    cluster's workers in the config's fixed chunks (:mod:`esbench.training.lm_population`)."""
+
+    def __init__(self, *args: Any, client: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         cfg = self.cfg
+        self.client = client
+        if client is not None:
+            self.workers = worker_count(client)
+        self.chunk = int(OmegaConf.select(cfg, "lm.population.chunk_members", default=0) or 0)
         rank = int(cfg.algo.rank) if str(cfg.algo.name) == "eggroll" else None
         self.pop = PopulationModel(self.model, rank=rank)
         self.members = antithetic(int(cfg.algo.population_size))
@@ -417,21 +466,50 @@ class LMESLearner(LMLearner):
         while not self._generation():
             pass
 
+    def _distributed_fitness(
+        self, generation: int, task: AdditionTask | CountdownTask, problems: list[Problem]
+    ) -> np.ndarray:
+        """The members' fitness from the cluster, one task per fixed chunk of members."""
+        cfg = self.cfg
+        model = OmegaConf.to_container(cfg.lm.model, resolve=True)
+        assert isinstance(model, dict)
+        tasks = [
+            ChunkTask(
+                model={str(k): v for k, v in model.items()},
+                rank=self.pop.rank,
+                seed=int(cfg.seed),
+                generation=generation,
+                members=tuple(chunk),
+                sigma=self.sigma,
+                problems=tuple(problems),
+                task=task,
+                max_new_tokens=int(cfg.lm.decoding.max_new_tokens),
+                threads=torch.get_num_threads(),
+            )
+            for chunk in member_chunks(self.members, self.chunk)
+        ]
+        self.workers = worker_count(self.client)
+        return distributed_fitness(self.client, self.params(), tasks)
+
     def _generation(self) -> bool:
         """One generation: members on one fixed prompt batch, the update, a point when due."""
         loop, prog = self.loop, self.prog
         g = prog.generation
         task = self.tasks[stage_task(loop.stage)]
         problems = task.sample(int(self.cfg.seed), "train", self.batch, start=g * self.batch)
-        self.pop.set_population(int(self.cfg.seed), g, self.members, self.sigma)
-        done = greedy_completions(
-            self.model, self.tok, [p.prompt for p in problems], int(self.cfg.lm.decoding.max_new_tokens),
-            len(self.members),
-        )  # fmt: skip
-        fitness = torch.tensor(
-            [np.mean([task.reward(c, p) for c, p in zip(row, problems, strict=True)]) for row in done],
-            dtype=torch.float64,
-        )
+        if self.client is None:
+            self.pop.set_population(int(self.cfg.seed), g, self.members, self.sigma)
+            done = greedy_completions(
+                self.model, self.tok, [p.prompt for p in problems], int(self.cfg.lm.decoding.max_new_tokens),
+                len(self.members),
+            )  # fmt: skip
+            fitness = torch.tensor(
+                [np.mean([task.reward(c, p) for c, p in zip(row, problems, strict=True)]) for row in done],
+                dtype=torch.float64,
+            )
+        else:
+            fitness = torch.from_numpy(self._distributed_fitness(g, task, problems))
+            self.pop.set_population(int(self.cfg.seed), g, self.members, self.sigma)  # for the update
         stats = self.pop.update(fitness, self.lr)
         n = len(self.members) * len(problems)
         prog.generation += 1

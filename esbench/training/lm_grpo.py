@@ -8,15 +8,20 @@ GRPO itself is TRL's (:func:`esbench.baselines.grpo.train_grpo`), one trainer pe
 the run seed; a :class:`transformers.TrainerCallback` hands every step to the loop, which takes a
 point when the schedule says so.
 
-Checkpoints are the loop's, at stage boundaries and at the end: the parameters and the counters,
-as data. TRL's optimizer moments and sampling state are not in them, so a GRPO run killed inside
-a stage resumes from that stage's start (and computes the same numbers again: the stage is a
-function of its starting parameters and the seed).
+Checkpoints: the loop's at stage boundaries and at the end (the parameters and the counters, as
+data), and, inside a stage, one at every evaluation point: TRL's trainer checkpoint (weights,
+AdamW moments, learning-rate schedule, the Python/NumPy/torch random states, the step count;
+``grpo_trainer/checkpoint-N`` in the run directory) beside the loop's, which names it. A GRPO run
+killed inside a stage resumes from its last evaluation point: the trainer is rebuilt with the
+stage's starting weights as its KL reference and restores the rest from its checkpoint, skipping
+the prompts of the steps it has taken (docs/lm.md says what this reproduces exactly).
 """
 
 from __future__ import annotations
 
 import math
+import shutil
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
@@ -27,7 +32,10 @@ from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.store import RunStore
 from esbench.training.lm import LMLearner, flat_params, load_flat, run_lm_learner, stage_task
 
-__all__ = ["LMGRPOLearner", "train_grpo_lm"]
+__all__ = ["TRAINER_DIR", "LMGRPOLearner", "train_grpo_lm"]
+
+#: TRL's checkpoints inside a stage, in the run directory.
+TRAINER_DIR = "grpo_trainer"
 
 
 def train_grpo_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
@@ -61,21 +69,54 @@ class LMGRPOLearner(LMLearner):
         return int(self.cfg.algo.prompts_per_step) * int(self.cfg.algo.num_generations)
 
     def train_stage(self) -> None:
-        """One TRL trainer for the stage's budget (rounded up to whole steps)."""
-        loop = self.loop
+        """One TRL trainer for the stage's budget (rounded up to whole steps), resumed from its
+        checkpoint when the run was stopped inside the stage."""
+        loop, prog = self.loop, self.prog
         if loop.stage_done():
             self._closing_point()
             return
-        left = loop.stage.timesteps - (self.prog.timesteps - self.prog.stage_start)
-        steps = math.ceil(left / self.per_step)
+        steps = math.ceil(loop.stage.timesteps / self.per_step)
         task = self.tasks[stage_task(loop.stage)]
-        trained, _ = train_grpo(self.model, self.tok, task, self.settings(steps), callbacks=[_Steps(self)])
+        resume = None
+        if prog.trainer_checkpoint:
+            resume = str(self.store.path(prog.trainer_checkpoint))
+            if not Path(resume).is_dir():
+                raise self.store.checkpoint_error(f"the trainer checkpoint it names, {resume}, is missing")
+            load_flat(self.model, prog.snapshots[-1])  # the stage's start: the trainer's KL reference
+        out = self.store.path(TRAINER_DIR)
+        trained, _ = train_grpo(
+            self.model, self.tok, task, self.settings(steps), output_dir=str(out), callbacks=[_Steps(self)],
+            resume_from=resume,
+        )  # fmt: skip
         if trained is not self.model:  # TRL trained a wrapper's copy: carry its weights over
             load_flat(self.model, flat_params(trained))
         self.model.eval()
+        prog.trainer_checkpoint = ""  # the stage is over: the loop's boundary checkpoint follows
 
-    def step(self, logs: dict[str, float]) -> bool:
-        """A GRPO step ended (TRL logged it): count it, take a point when due; True at the stage's end."""
+    def checkpoint(self) -> None:
+        """The loop's checkpoint; once it names no trainer checkpoint (a stage boundary), TRL's
+        checkpoints are deleted (after it is written: a kill in between still finds them)."""
+        super().checkpoint()
+        if not self.prog.trainer_checkpoint:
+            shutil.rmtree(self.store.path(TRAINER_DIR), ignore_errors=True)
+
+    def saved(self, step: int) -> None:
+        """TRL wrote its checkpoint of step ``step`` (at an evaluation point): write the loop's
+        checkpoint naming it, then drop TRL's older ones (in this order, so a kill in between
+        leaves a checkpoint whose trainer state exists)."""
+        name = f"checkpoint-{step}"
+        self.prog.trainer_checkpoint = f"{TRAINER_DIR}/{name}"
+        self.checkpoint()
+        for old in self.store.path(TRAINER_DIR).glob("checkpoint-*"):
+            if old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def step(self, logs: dict[str, float]) -> tuple[bool, bool]:
+        """A GRPO step ended (TRL logged it): count it, take a point when due.
+
+        Returns:
+            (the stage ended, a point was taken).
+        """
         loop, prog = self.loop, self.prog
         prog.generation += 1
         prog.timesteps += self.per_step
@@ -99,11 +140,12 @@ class LMGRPOLearner(LMLearner):
             "train/loss": float(logs.get("loss", math.nan)),
         }
         self._log(loop.rows(self.counters(), point, train), point=point is not None)
-        return stage_done
+        return stage_done, point is not None
 
 
 class _Steps(TrainerCallback):  # type: ignore[misc]
-    """Hands each logged GRPO step to the learner; stops the trainer at the stage's end."""
+    """Hands each logged GRPO step to the learner; stops the trainer at the stage's end, and has
+    it save a checkpoint at an evaluation point inside the stage (TRL saves after ``on_log``)."""
 
     def __init__(self, learner: LMGRPOLearner) -> None:
         self.learner = learner
@@ -113,5 +155,11 @@ class _Steps(TrainerCallback):  # type: ignore[misc]
     ) -> None:
         if logs is None or "reward" not in logs:  # the summary TRL logs after the last step
             return
-        if self.learner.step(logs):
+        stage_done, point = self.learner.step(logs)
+        if stage_done:
             control.should_training_stop = True
+        elif point:
+            control.should_save = True
+
+    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.learner.saved(int(state.global_step))

@@ -1,0 +1,257 @@
+"""The language-model study's own section of the ``lm_retention`` report: task-B gain against
+task-A retention in the model's own measures, the matched-gain verdict on "ES forgets more than
+GRPO", and the curves against completions and wall-clock.
+
+The retention report's common scale (:mod:`esbench.analysis.retention_report`) normalizes each
+stage by the best end-of-stage return, and the prior's stage (the pretraining, two points: the
+initial weights and the task-A model) makes a poor normalizer. Here the measures are the ones a
+reader of the ES-for-LLM papers expects, on the trained stage ``j`` (the sequence's last; task B)
+of each run:
+
+* **task-B gain** ``x(t) = R_B(t) - R_B(t_0)``: the held-out task-B reward (format score
+  included) since the stage began, ``t_0`` the stage's first point (the task-A model);
+* **task-A retention** ``y(t) = acc_A(t) / acc_A(t_0)``: the held-out task-A accuracy
+  (``prior_accuracy``) as a fraction of the task-A model's (1: all of it kept);
+* the x axes: **completions** since the stage began (the ruler's ``timesteps``: decoded
+  training sequences, each one forward pass over a sequence of a member or a GRPO sample), and
+  **wall-clock** seconds since the stage began.
+
+The verdict reuses :func:`esbench.analysis.retention_matched.matched_gain_table` and
+:func:`~esbench.analysis.retention_matched.matched_gain_claims` on these paths (matched gain
+``g*``: the largest task-B gain every run reaches; ES minus GRPO retention there, Welch t
+interval; supported when the interval lies below 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from esbench.analysis import figures
+from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label
+from esbench.analysis.retention_matched import GainPath, matched_gain_claims, matched_gain_table
+from esbench.analysis.retention_report import base_algo
+from esbench.analysis.stats import mean_ci
+from esbench.analysis.tables import fmt_num, write_table
+from esbench.config.registry import family_of
+from esbench.tracking.schema import METRICS_FILE, SUMMARY_FILE
+
+#: Columns of :func:`lm_points`.
+POINT_COLUMNS: tuple[str, ...] = (
+    "algo", "sequence", "seed", "run_id", "stage", "point", "completions", "wall_clock_s",
+    "task_b_reward", "task_b_solve_rate", "task_a_accuracy", "task_a_retention",
+)  # fmt: skip
+
+
+def is_lm(runs: pd.DataFrame) -> bool:
+    """Whether the sequence runs are language-model runs (their metrics fill ``prior_accuracy``)."""
+    for path in runs.loc[runs["complete"], "path"]:
+        metrics = pd.read_csv(Path(path) / METRICS_FILE, usecols=lambda c: c == "prior_accuracy")
+        return "prior_accuracy" in metrics and bool(metrics["prior_accuracy"].notna().any())
+    return False
+
+
+def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every complete LM sequence run's evaluation points of its last (trained) stage.
+
+    Returns:
+        Columns :data:`POINT_COLUMNS`, one row per (run, point), ``point`` 0 the stage's start.
+    """
+    rows: list[dict[str, object]] = []
+    for r in runs[runs["complete"]].itertuples():  # ``algo``: the condition (scan_sequence_runs)
+        run_dir = Path(str(r.path))
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+        stages, bounds = list(summary["stages"]), list(summary["stage_boundaries"])
+        if len(stages) < 2:
+            continue
+        stage, start = stages[-1], bounds[-2]
+        metrics = pd.read_csv(run_dir / METRICS_FILE)
+        points = metrics[
+            (metrics["eval_task"] == stage)
+            & metrics["eval_return_mean"].notna()
+            & (metrics["timesteps"] >= start)
+        ].drop_duplicates("timesteps", keep="last")
+        if points.empty:
+            continue
+        first = points.iloc[0]
+        acc0 = float(first["prior_accuracy"])
+        for k, p in enumerate(points.itertuples()):
+            rows.append(
+                {
+                    "algo": str(r.algo),
+                    "sequence": str(r.sequence),
+                    "seed": int(r.seed),
+                    "run_id": str(r.run_id),
+                    "stage": stage,
+                    "point": k,
+                    "completions": int(p.timesteps) - int(start),
+                    "wall_clock_s": float(p.wall_clock_s) - float(first["wall_clock_s"]),
+                    "task_b_reward": float(p.eval_return_mean),
+                    "task_b_solve_rate": float(p.solve_rate),
+                    "task_a_accuracy": float(p.prior_accuracy),
+                    "task_a_retention": float(p.prior_accuracy) / acc0 if acc0 > 0 else math.nan,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+
+
+def lm_gain_paths(points: pd.DataFrame) -> list[GainPath]:
+    """One :class:`GainPath` per run: task-B gain and task-A retention at each point."""
+    out: list[GainPath] = []
+    for (algo, sequence, seed, _), run in points.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
+        run = run.sort_values("point")
+        reward = run["task_b_reward"].to_numpy(float)
+        out.append(
+            GainPath(
+                str(algo),
+                str(sequence),
+                int(seed),
+                1,
+                str(run["stage"].iloc[0]),
+                reward - reward[0],
+                run["task_a_retention"].to_numpy(float),
+            )
+        )
+    return out
+
+
+def _cell(mean: float, low: float, high: float) -> str:
+    if np.isfinite(low):
+        return f"{fmt_num(mean, 3)} [{fmt_num(low, 3)}, {fmt_num(high, 3)}]"
+    return fmt_num(mean, 3)
+
+
+def _table_md(paths: dict[str, Path], root: Path) -> str:
+    links = ", ".join(f"[{k.upper()}]({p.relative_to(root).as_posix()})" for k, p in paths.items())
+    return paths["md"].read_text() + f"\n({links})\n"
+
+
+def plot_lm_curves(points: pd.DataFrame, stem: Path, rng: np.random.Generator) -> list[Path]:
+    """Task-B reward and task-A retention (rows) against completions and wall-clock (columns),
+    per condition: the mean over seeds at each evaluation point with its 95% Student-t band (on
+    the wall-clock axis a point sits at its mean time over seeds)."""
+    fig, axes = figures.new_figure(4, ncols=2)
+    measures = (("task_b_reward", "task-B reward (held out)"), ("task_a_retention", "task-A accuracy kept"))
+    clocks = (
+        ("completions", "completions since task B began"),
+        ("wall_clock_s", "wall-clock since task B began (s)"),
+    )
+    for algo, group in points.groupby("algo", sort=True):
+        color = figures.algo_color(base_algo(str(algo)))
+        wide = {
+            c: group.pivot_table(index="seed", columns="point", values=c) for c, _ in (*measures, *clocks)
+        }
+        n = min(w.shape[1] for w in wide.values())
+        for i, (measure, _) in enumerate(measures):
+            values = wide[measure].to_numpy(float)[:, :n]
+            mean, low, high = mean_ci(values, rng)
+            for k, (clock, _) in enumerate(clocks):
+                ax = axes[2 * i + k]
+                x = wide[clock].to_numpy(float)[:, :n].mean(axis=0)
+                ax.plot(x, mean, color=color, linewidth=1.6, label=condition_label(str(algo)))
+                if values.shape[0] > 1:
+                    ax.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
+    for i, (_, ylabel) in enumerate(measures):
+        for k, (_, xlabel) in enumerate(clocks):
+            axes[2 * i + k].set_xlabel(xlabel)
+            axes[2 * i + k].set_ylabel(ylabel)
+    axes[0].legend(fontsize=6)
+    return figures.savefig(fig, stem)
+
+
+def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tuple[list[str], list[str]]:
+    """Write the LM section's tables and figure under ``root``; return (Markdown blocks, claim rows
+    for the report's "Claims checked" table)."""
+    points = lm_points(runs)
+    if points.empty:
+        return [
+            "## Language model: task-B gain against task-A retention\n\nNo complete LM sequence run.\n"
+        ], []
+    body = [
+        "## Language model: task-B gain against task-A retention\n\n"
+        "In the model's own measures, on the trained stage (task B): task-B gain is the held-out task-B "
+        "reward (format score included) minus its value when the stage began; task-A retention is the "
+        "held-out task-A accuracy as a fraction of the task-A model's (1: all kept). Completions are the "
+        "ruler's timesteps since task B began (decoded training sequences: one per ES member and prompt, "
+        "one per GRPO sample). Mean over seeds, 95% Student-t intervals.\n"
+    ]
+    (root / "tables").mkdir(parents=True, exist_ok=True)
+    points.to_csv(root / "tables" / "lm_points.csv", index=False)
+    paths = lm_gain_paths(points)
+    table = matched_gain_table(paths, rng)
+    display = pd.DataFrame(
+        {
+            "Condition": [condition_label(a) for a in table["algo"]],
+            "Seeds": table["n_seeds"].astype(str),
+            "Max task-B gain": [fmt_num(v, 3) for v in table["max_gain"]],
+            "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
+            "Task-A retention at matched gain": [
+                _cell(m, lo, hi)
+                for m, lo, hi in zip(
+                    table["retention_at_matched_gain"], table["low"], table["high"], strict=True
+                )
+            ],
+        }
+    )
+    written = write_table(
+        table,
+        display,
+        root / "tables" / "lm_matched_gain",
+        caption="Task-A retention at matched task-B gain",
+        label="tab:lm_matched_gain",
+        notes="Matched gain: the largest task-B gain every run of every learner reaches; retention read "
+        "where each run's gain first reaches it (linear between points). Mean over seeds, 95% t intervals.",
+    )
+    body.append("### Retention at matched task-B gain\n\n" + _table_md(written, root))
+    claims = matched_gain_claims(paths, family_of)
+    claim_rows: list[str] = []
+    if len(claims):
+        display = pd.DataFrame(
+            {
+                "Claim": [CLAIM_TEXT[c] for c in claims["claim"]],
+                "A": [condition_label(a) for a in claims["a"]],
+                "B": [condition_label(b) for b in claims["b"]],
+                "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
+                "Retention A - B": [
+                    _cell(d, lo, hi)
+                    for d, lo, hi in zip(claims["difference"], claims["low"], claims["high"], strict=True)
+                ],
+                "Verdict": claims["verdict"],
+            }
+        )
+        written = write_table(
+            claims,
+            display,
+            root / "tables" / "lm_claims",
+            caption="ES against GRPO at matched task-B gain",
+            label="tab:lm_claims",
+            notes="Difference of mean task-A retention at the matched task-B gain, Welch t 95% interval "
+            "(independent seeds, unequal variances). ES forgets more: supported when the interval lies "
+            "below 0, contradicted above; undecided when it holds 0 or the matched gain is not above 0.",
+        )
+        body.append("### The verdict\n\n" + _table_md(written, root))
+        for r in claims.itertuples():
+            ours = (
+                f"task-B gain {fmt_num(r.matched_gain, 3)}: task-A retention {condition_label(r.a)} "
+                f"{fmt_num(r.retention_a, 3)} ({r.n_a} seeds) vs {condition_label(r.b)} "
+                f"{fmt_num(r.retention_b, 3)} ({r.n_b} seeds); "
+                f"difference {_cell(r.difference, r.low, r.high)}"
+            )
+            claim_rows.append(
+                f"| {r.sequence} (task-A accuracy kept, task-B reward): {CLAIM_TEXT[r.claim]} | "
+                f"{CLAIM_SOURCE[r.claim]} | {ours} | {r.verdict} |"
+            )
+    figure = plot_lm_curves(points, root / "figures" / "lm_curves", rng)
+    caption = (
+        "Task-B reward and task-A accuracy kept, against completions and wall-clock since task B began: "
+        "mean over seeds, 95% Student-t band"
+    )
+    rel = [p.relative_to(root).as_posix() for p in figure]
+    body.append(
+        f"![{caption}]({rel[0]})\n\n*{caption}* ([PDF]({rel[1]}); data: [CSV](tables/lm_points.csv))\n"
+    )
+    return body, claim_rows
