@@ -372,7 +372,7 @@ def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
 
 def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_path: Path) -> None:
     """The ``policy_kl`` and drift columns of ``metrics.csv`` (esbench.training.drift): the last KL
-    of stage 0 is the table's ``kl`` (KL(π_0 || π_final)), the drift curve has one row per point."""
+    of stage 0 is the CSV's ``kl`` (KL(π_0 || π_final)), the drift curve has one row per point."""
     runs = _store(tmp_path / "runs")
     for run_dir in (runs / "retention").iterdir():
         if "-seq-" not in run_dir.name:
@@ -407,5 +407,7 @@ def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_p
     assert main(["retention", f"results_dir={runs / 'retention'}", f"out_dir={tmp_path / 'paper'}"]) == 0
     out = tmp_path / "paper" / "retention"
     assert (out / "figures" / "retention_drift_curves.png").stat().st_size > 0
-    assert "| KL |" in (out / "tables" / "retention.md").read_text()
+    # The policy KL mixes scales across families (ES: Gaussians of std 0.01): in the CSV, not shown.
+    assert "| KL |" not in (out / "tables" / "retention.md").read_text()
+    assert "kl" in set(pd.read_csv(out / "tables" / "retention.csv")["metric"])
     assert "figures/retention_drift_curves.png" in (out / "REPORT.md").read_text()
