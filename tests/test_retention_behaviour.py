@@ -181,3 +181,24 @@ def test_a_smoke_sequence_run_writes_its_probes(tmp_path: Path) -> None:
     assert np.isfinite(rows[["rms_action_change", "rms_param_change"]].to_numpy()).all()
     assert (rows["rms_param_change"] > 0).all()
     assert rows[KL_STOCHASTIC].isna().all()
+
+
+@pytest.mark.slow
+def test_an_rl_sequence_run_writes_stochastic_probes(tmp_path: Path) -> None:
+    """An A2C sequence (a sampling policy): its probes are marked stochastic, every row has a
+    finite KL beside the RMS changes, and its discrete mean actions are probabilities."""
+    esbench(
+        "run", "algo=a2c", "sequence=cartpole_pair", "eval.episodes=3", "tracker=none",
+        "tracker.console=false", "sequence.stage_timesteps=1500", "eval.interval_timesteps=1000",
+        f"results_dir={tmp_path}",
+    )  # fmt: skip
+    run = only_run_dir(tmp_path)
+    probes = load_probes(run / PROBES_FILE)
+    assert probes.stochastic and probes.low is None  # Discrete actions: no bounds
+    rows = behaviour_rows(probes, load_snapshots(run / "snapshots.npz").params)
+    assert list(rows["kind"]) == [OWN_UPDATE, DRIFT_AFTER, OWN_UPDATE]
+    values = rows[["rms_action_change", "rms_param_change", KL_STOCHASTIC]].to_numpy()
+    assert np.isfinite(values).all() and (values >= 0).all()
+    probs = mean_action(probes.start[0], True)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    assert ((probs > 0) & (probs < 1)).all()
