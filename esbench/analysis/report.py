@@ -787,8 +787,9 @@ def _section_retention(
                     root,
                     "Drift at every evaluation point: relative L2 and update sparsity of the parameters "
                     "since the stage began, and the policy KL on the states each ended stage's final "
-                    "policy visited (ES continuous actions: Gaussians of std 0.01 around them); mean over "
-                    "seeds, 95% Student-t band; dotted: stage boundaries",
+                    "policy visited (for runs whose probes mark a deterministic policy, ES and DQN: none "
+                    "drawn; older runs without probes: ES continuous actions as Gaussians of std 0.01); "
+                    "mean over seeds, 95% Student-t band; dotted: stage boundaries",
                 )
             )
         sec.body.append(_behaviour_markdown(data, root))

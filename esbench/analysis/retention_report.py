@@ -220,23 +220,24 @@ def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None
 BEHAVIOUR_RUN_COLUMNS: list[str] = ["algo", "sequence", "seed", *BEHAVIOUR_COLUMNS]
 
 
-def read_behaviour(run_dir: str | Path, snaps: Snapshots | None) -> tuple[pd.DataFrame | None, str]:
+def read_behaviour(run_dir: str | Path, snaps: Snapshots | None) -> tuple[pd.DataFrame | None, bool, str]:
     """The behavioural distances of a complete run from its :data:`~esbench.tracking.schema.PROBES_FILE`
     (:func:`~esbench.analysis.retention_behaviour.behaviour_rows`; the parameter change from
     ``snaps``).
 
     Returns:
-        (rows, "") or (None, why not): ``why not`` is "" when the run has no probes file (a run
-        from before probes, or a learner that records none), else the reason it cannot be read.
+        (rows, whether the policy samples its actions, "") or (None, False, why not): ``why not``
+        is "" when the run has no probes file (a run from before probes, or a learner that records
+        none), else the reason it cannot be read.
     """
     path = Path(run_dir) / PROBES_FILE
     if not path.is_file():
-        return None, ""
+        return None, False, ""
     try:
         probes = load_probes(path)
     except ValueError as e:
-        return None, str(e)
-    return behaviour_rows(probes, snaps.params if snaps is not None else None), ""
+        return None, False, str(e)
+    return behaviour_rows(probes, snaps.params if snaps is not None else None), probes.stochastic, ""
 
 
 @dataclass
@@ -500,7 +501,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 snaps, why = read_snapshots(run["path"], len(stages))
                 if snaps is None:
                     problems.append(f"{where}: no drift ({why})")
-                behaviour, why_not = read_behaviour(run["path"], snaps)
+                behaviour, stochastic, why_not = read_behaviour(run["path"], snaps)
                 if behaviour is not None:
                     behaviour_rows_.append(behaviour.assign(algo=algo, sequence=str(sequence), seed=seed))
                 elif why_not:
@@ -525,7 +526,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 per_run.append(table.assign(algo=algo, sequence=str(sequence), seed=seed))
                 curve_rows.append(_curve_frame(curves, p, algo, str(sequence), seed, str(run["run_id"])))
                 drift_curve_rows.append(
-                    drift_curve_frame(metrics, stages).assign(
+                    drift_curve_frame(metrics, stages, show_kl=behaviour is None or stochastic).assign(
                         algo=algo, sequence=str(sequence), seed=seed, run_id=str(run["run_id"])
                     )
                 )
@@ -637,10 +638,14 @@ def final_policy_kl(metrics: pd.DataFrame, stages: Sequence[str]) -> np.ndarray:
     return out
 
 
-def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFrame:
+def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str], show_kl: bool = True) -> pd.DataFrame:
     """Drift at every evaluation point of one run: the drift columns of the row evaluating the
     stage trained (the same on every row of a point), ``train_stage`` its index, and ``policy_kl``
     the mean over the stages with a recorded value at that point (NaN before the first boundary).
+
+    ``show_kl=False`` leaves ``policy_kl`` NaN: a run whose probes say its policy is deterministic (ES,
+    DQN), whose logged KL scores made-up Gaussians or Q-values as logits and is not shown beside
+    a sampling policy's.
 
     Returns:
         Columns ``timesteps``, ``train_stage``, :data:`~esbench.training.drift.DRIFT_COLUMNS`,
@@ -660,7 +665,8 @@ def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFr
                 KL_COLUMN: float(np.nanmean(kl)) if np.isfinite(kl).any() else math.nan,
             }
         )
-    return pd.DataFrame(out, columns=["timesteps", "train_stage", *DRIFT_COLUMNS, KL_COLUMN])
+    frame = pd.DataFrame(out, columns=["timesteps", "train_stage", *DRIFT_COLUMNS, KL_COLUMN])
+    return frame if show_kl else frame.assign(**{KL_COLUMN: math.nan})
 
 
 _CURVE_COLUMNS = [
