@@ -34,7 +34,9 @@ from esbench.policies.distribution import categorical, gaussian
 from esbench.policies.mlp import MLPPolicy
 from esbench.tracking.schema import PROBE_STATES_FILE, PROBES_FILE
 from esbench.training.drift import load_stage_states
+from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 from tests.conftest import SMALL, esbench, only_run_dir
+from tests.test_sequence_loop import ScriptedLearner, _plan
 
 STATES = np.array([[0.1, 0.2], [0.3, -0.4]], dtype=np.float32)
 
@@ -202,3 +204,31 @@ def test_an_rl_sequence_run_writes_stochastic_probes(tmp_path: Path) -> None:
     probs = mean_action(probes.start[0], True)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)
     assert ((probs > 0) & (probs < 1)).all()
+
+
+def test_the_loop_records_one_probe_set_per_stage_and_the_ends_on_every_one_so_far() -> None:
+    """SequenceLoop on the hand-made learner of test_sequence_loop: a probe set when each stage
+    begins (counted as evaluation steps), the ends on every set so far, each once; nothing for
+    one stage or a loop without probes, and nothing after a resume from a run without probes."""
+    learner = ScriptedLearner(np.array([1.0, 0.0, 2.0]), [3.0, -1.0])
+    p = SequenceProgress()
+    loop = SequenceLoop(_plan(2), p, interval=50, target=None, probes=True)
+    loop.record_probe(learner)
+    loop.record_probe(learner)  # once per stage
+    assert learner.recorded == 1 and len(p.probes) == 1 and p.eval_timesteps == 11
+    loop.end_probes(learner)
+    loop.end_probes(learner)
+    assert [len(e) for e in p.probe_ends] == [1]
+    p.stage = 1
+    loop.end_probes(learner)  # stage 1 has no probe set yet: nothing
+    assert len(p.probe_ends) == 1
+    loop.record_probe(learner)
+    loop.end_probes(learner)
+    assert [len(e) for e in p.probe_ends] == [1, 2] and p.eval_timesteps == 22
+    one_stage = SequenceLoop(_plan(1), SequenceProgress(), 50, None, probes=True)
+    no_probes = SequenceLoop(_plan(2), SequenceProgress(), 50, None)
+    old_run = SequenceLoop(_plan(2), SequenceProgress(stage=1), 50, None, probes=True)  # resumed in stage 1
+    for loop_ in (one_stage, no_probes, old_run):
+        loop_.record_probe(learner)
+        loop_.end_probes(learner)
+        assert loop_.p.probes == [] and loop_.p.probe_ends == []

@@ -209,7 +209,7 @@ class SequenceLoop:
         evaluation steps. Nothing unless the loop was made with ``probes``.
         """
         p = self.p
-        if not self.probes or len(p.probes) > p.stage:
+        if not self.probes or len(p.probes) != p.stage:  # recorded, or a run from before probes
             return
         probe = learner.record_states()
         p.probes = [*p.probes, probe]
@@ -217,9 +217,10 @@ class SequenceLoop:
 
     def end_probes(self, learner: Evaluable) -> None:
         """The distributions of the policy that ends the trained stage on every probe set so far
-        (once per stage; nothing without probes)."""
+        (once per stage; nothing without a probe set for every stage so far, e.g. a run resumed
+        from a checkpoint written before probes existed)."""
         p = self.p
-        if not p.probes or len(p.probe_ends) > p.stage:
+        if len(p.probes) != p.stage + 1 or len(p.probe_ends) != p.stage:
             return
         p.probe_ends = [*p.probe_ends, [learner.distribution(r.states) for r in p.probes]]
 
