@@ -27,6 +27,7 @@ import pytest
 
 from esbench.analysis.cli import main
 from esbench.analysis.report import build_report
+from esbench.analysis.retention_behaviour import Probes, write_probes
 from esbench.analysis.retention_report import (
     analyse_retention,
     mean_reference,
@@ -34,6 +35,7 @@ from esbench.analysis.retention_report import (
     scan_sequence_runs,
 )
 from esbench.analysis.wandb_report import log_report_to_wandb
+from esbench.policies.distribution import gaussian
 from esbench.recipes import all_jobs, get_recipe, sequence_shape
 from esbench.utils.layout import Block
 from tests.conftest import esbench
@@ -372,7 +374,7 @@ def test_reproduce_retention_smoke_end_to_end(tmp_path: Path) -> None:
 
 def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_path: Path) -> None:
     """The ``policy_kl`` and drift columns of ``metrics.csv`` (esbench.training.drift): the last KL
-    of stage 0 is the table's ``kl`` (KL(π_0 || π_final)), the drift curve has one row per point."""
+    of stage 0 is the CSV's ``kl`` (KL(π_0 || π_final)), the drift curve has one row per point."""
     runs = _store(tmp_path / "runs")
     for run_dir in (runs / "retention").iterdir():
         if "-seq-" not in run_dir.name:
@@ -407,5 +409,61 @@ def test_kl_and_drift_logged_at_every_point_reach_the_table_and_the_figure(tmp_p
     assert main(["retention", f"results_dir={runs / 'retention'}", f"out_dir={tmp_path / 'paper'}"]) == 0
     out = tmp_path / "paper" / "retention"
     assert (out / "figures" / "retention_drift_curves.png").stat().st_size > 0
-    assert "| KL |" in (out / "tables" / "retention.md").read_text()
+    # The policy KL mixes scales across families (ES: Gaussians of std 0.01): in the CSV, not shown.
+    assert "| KL |" not in (out / "tables" / "retention.md").read_text()
+    assert "kl" in set(pd.read_csv(out / "tables" / "retention.csv")["metric"])
     assert "figures/retention_drift_curves.png" in (out / "REPORT.md").read_text()
+
+
+def test_behavioural_distance_reaches_the_report_with_kl_only_for_sampling_policies(tmp_path: Path) -> None:
+    """Sequence runs with probes (ES deterministic, TRPO sampling): the report's behaviour table
+    has each stage's own update and the drift after stage 0 as separate rows, the RMS parameter
+    change from the snapshots, TRPO's KL with an interval and ES's "—"; ES's logged policy KL is
+    not drawn beside TRPO's."""
+    runs = _store(tmp_path / "runs")
+    for run_dir in (runs / "retention").iterdir():
+        if "-seq-" not in run_dir.name:
+            continue
+        stochastic = run_dir.name.startswith("trpo")
+        shift = 0.1 * (1 + int(run_dir.name.split("-s")[-1][0]))  # seeds differ: intervals
+        g = lambda a: gaussian(np.asarray(a, float), np.zeros(1))  # noqa: E731
+        write_probes(
+            run_dir / "probes.npz",
+            Probes(
+                stages=STAGES,
+                start=(g([[0.0], [0.0]]), g([[0.0], [0.0]])),
+                ends=((g([[shift], [shift]]),), (g([[0.0], [0.0]]), g([[shift], [-shift]]))),
+                stochastic=stochastic,
+                low=np.array([-1.0]),
+                high=np.array([1.0]),
+                n_states=(2, 2),
+            ),
+        )
+        m = pd.read_csv(run_dir / "metrics.csv")
+        m.loc[m["eval_return_mean"].notna() & (m["timesteps"] > 100), "policy_kl"] = 1.0
+        m.to_csv(run_dir / "metrics.csv", index=False)
+    data = analyse_retention(scan_sequence_runs(runs / "retention")[0])
+    b = data.behaviour
+    assert sorted(set(zip(b["kind"], b["stage_index"], b["to_index"], strict=True))) == [
+        ("drift_after", 0, 1), ("own_update", 0, 0), ("own_update", 1, 1),
+    ]  # fmt: skip
+    own0 = b[(b["kind"] == "own_update") & (b["stage_index"] == 0)]
+    assert own0["rms_param_change"].tolist() == pytest.approx([1.0] * 4)  # (0, 0, 0, 2) / sqrt(4)
+    es0 = b[(b["algo"] == "openai_es") & (b["seed"] == 0)]
+    assert es0["rms_action_change"].tolist() == pytest.approx([0.1, 0.1, 0.1])
+    assert (
+        es0["kl_both_stochastic"].isna().all()
+        and b.loc[b["algo"] == "trpo", "kl_both_stochastic"].gt(0).all()
+    )
+    kl_drawn = data.drift_curves.groupby("algo")["policy_kl"].apply(lambda v: int(v.notna().sum()))
+    assert kl_drawn["openai_es"] == 0 and kl_drawn["trpo"] > 0
+    assert main(["retention", f"results_dir={runs / 'retention'}", f"out_dir={tmp_path / 'paper'}"]) == 0
+    out = tmp_path / "paper" / "retention"
+    md = (out / "tables" / "retention_behaviour.md").read_text()
+    assert "| own update |" in md and "| drift after (to the end of backward) |" in md
+    table = pd.read_csv(out / "tables" / "retention_behaviour.csv")
+    trpo = table[(table["algo"] == "trpo") & (table["kind"] == "own_update") & (table["stage_index"] == 0)]
+    assert (trpo["kl_both_stochastic_low"] < trpo["kl_both_stochastic_high"]).all()
+    assert table.loc[table["algo"] == "openai_es", "kl_both_stochastic_mean"].isna().all()
+    assert "### Behavioural distance on one scale" in (out / "REPORT.md").read_text()
+    assert (out / "data" / "runs").is_dir() and list((out / "data" / "runs").rglob("probes.npz"))

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from esbench.analysis.retention import load_snapshots
+from esbench.analysis.retention_behaviour import load_probes
 from esbench.strategies import noise
 from esbench.strategies.noise import noise_table, table_path
 from esbench.training.drift import load_stage_states
@@ -59,7 +60,12 @@ def _plant(path: Path, marker: Path, how: str) -> None:
         np.savez(f, allow_pickle=True, **dict.fromkeys(names, hostile))
 
 
-LOADERS = {"snapshots.npz": load_snapshots, "stage_states.npz": load_stage_states}
+LOADERS = {
+    "snapshots.npz": load_snapshots,
+    "stage_states.npz": load_stage_states,
+    "probes.npz": load_probes,
+    "probe_states.npz": load_stage_states,
+}
 
 
 @pytest.mark.parametrize("how", ["pickle", "object-array"])

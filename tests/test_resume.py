@@ -185,3 +185,5 @@ def test_a_sequence_killed_inside_stage_2_resumes_inside_it(family: str, tmp_pat
     straight = only_run_dir(tmp_path / "straight")
     _assert_same_results(straight, killed.run_dir)
     assert (straight / "snapshots.npz").read_bytes() == (killed.run_dir / "snapshots.npz").read_bytes()
+    for probes in ("probes.npz", "probe_states.npz"):  # the behavioural probes come back from the checkpoint
+        assert (straight / probes).read_bytes() == (killed.run_dir / probes).read_bytes()

@@ -126,6 +126,8 @@ def test_es_sequence_end_to_end_same_numbers_on_one_and_two_workers(
     snaps = load_snapshots(runs[1] / "snapshots.npz").params
     np.testing.assert_array_equal(snaps, load_snapshots(runs[2] / "snapshots.npz").params)
     assert not np.array_equal(snaps[1], snaps[0]) and not np.array_equal(snaps[2], snaps[1])
+    for probes in ("probes.npz", "probe_states.npz"):  # behavioural probes: a function of the config
+        assert (runs[1] / probes).read_bytes() == (runs[2] / probes).read_bytes()
 
     # Stage 0 alone (no sequence, the same env and budget): the parameters it ends with are the
     # sequence's snapshot[1], and its last evaluation is the sequence's stage-0 row at T_0.
@@ -138,6 +140,7 @@ def test_es_sequence_end_to_end_same_numbers_on_one_and_two_workers(
     end0 = metrics[(metrics["timesteps"] == t0) & (metrics["eval_task"] == "default")]
     assert end0["eval_return_mean"].item() == alone["final_eval_return"]
     assert alone_metrics["train_task"].eq("CartPole-v1").all()  # no sequence: the env id names the stage
+    assert not (only_run_dir(tmp_path / "alone") / "probes.npz").exists()  # probes: sequences only
 
 
 def test_zero_budget_so_far_gives_zero_drift_and_zero_forgetting(es_sequence: Path) -> None:

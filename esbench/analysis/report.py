@@ -51,6 +51,7 @@ from esbench.analysis.report_data import (
     write_report_data,
 )
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
+from esbench.analysis.retention_behaviour import behaviour_table, write_behaviour_table
 from esbench.analysis.retention_decisions import matched_gain_section
 from esbench.analysis.retention_report import (
     RetentionData,
@@ -92,7 +93,14 @@ from esbench.analysis.verdicts import (
     resample_means,
     resample_medians,
 )
-from esbench.tracking.schema import CONFIG_FILE, ENV_FILE, METRICS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
+from esbench.tracking.schema import (
+    CONFIG_FILE,
+    ENV_FILE,
+    METRICS_FILE,
+    PROBES_FILE,
+    SNAPSHOTS_FILE,
+    SUMMARY_FILE,
+)
 from esbench.tracking.store import code_revision
 from esbench.utils.io import atomic_write_json, atomic_write_text
 
@@ -780,10 +788,12 @@ def _section_retention(
                     root,
                     "Drift at every evaluation point: relative L2 and update sparsity of the parameters "
                     "since the stage began, and the policy KL on the states each ended stage's final "
-                    "policy visited (ES continuous actions: Gaussians of std 0.01 around them); mean over "
-                    "seeds, 95% Student-t band; dotted: stage boundaries",
+                    "policy visited (for runs whose probes mark a deterministic policy, ES and DQN: none "
+                    "drawn; older runs without probes: ES continuous actions as Gaussians of std 0.01); "
+                    "mean over seeds, 95% Student-t band; dotted: stage boundaries",
                 )
             )
+        sec.body.append(_behaviour_markdown(data, root))
         gains = data.per_run[data.per_run["metric"] == "new_stage_gain"]
         if not gains.empty:
             paths = figures.plot_gain_retention(data.per_run, root / "figures" / "retention_gain")
@@ -806,8 +816,33 @@ def _section_retention(
     return sec
 
 
+def _behaviour_markdown(data: RetentionData, root: Path) -> str:
+    """The behavioural-distance subsection: each stage's own update and the drift after it as
+    separate rows, on one scale for ES and RL (:mod:`esbench.analysis.retention_behaviour`)."""
+    head = "### Behavioural distance on one scale\n\n"
+    if data.behaviour.empty:
+        return head + "No run recorded behavioural probes (`probes.npz`): no behavioural distance.\n"
+    table = behaviour_table(data.behaviour)
+    return (
+        head + "*How far did the policy's behaviour move, the same ruler for ES and RL?* Per stage, on up "
+        "to 256 states the policy the stage started from visited there: the stage's **own update** "
+        "(start to end of the stage) and the **drift after** it (end of the stage to the end of the "
+        "sequence), as separate rows. The KL column is filled only where both policies sample their "
+        "actions; a deterministic policy (ES, DQN) has none.\n\n"
+        + _table_md(write_behaviour_table(table, root / "tables"), root)
+        + "\nThe CSV also holds the drift after each stage up to every later stage's end (`to_index`).\n"
+    )
+
+
 #: The files of a sequence run the retention analysis reads, shipped in the report's data/.
-RETENTION_RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE, SNAPSHOTS_FILE)
+RETENTION_RUN_FILES: tuple[str, ...] = (
+    CONFIG_FILE,
+    METRICS_FILE,
+    SUMMARY_FILE,
+    ENV_FILE,
+    SNAPSHOTS_FILE,
+    PROBES_FILE,
+)
 
 
 def _retention_results(runs_dir: Path) -> Results:

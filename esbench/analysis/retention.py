@@ -783,7 +783,6 @@ DISPLAY_METRICS: Mapping[str, str] = {
     "drift_l2": "Drift L2",
     "drift_rel": "Relative drift",
     "update_sparsity@1e-06": "Update sparsity (1e-6)",
-    "kl": "KL",
     "average_performance": "Average performance",
     "average_forgetting": "Average forgetting",
     "average_forward_transfer": "Average forward transfer",
@@ -833,9 +832,10 @@ def write_retention_table(table: pd.DataFrame, out_dir: Path, last_k: int = LAST
         "score minus final score; transient drop: the largest fall below the end-of-stage score during "
         "a later stage; forward transfer: Continual World's normalized area against the reference "
         "(Wołczyk et al. 2021). Drift: L2 distance of the final parameters from the end of the stage. "
-        "KL: mean, over the states the policy that ended the stage visited on it, of KL(that policy || "
-        "the final one) (ES continuous actions: Gaussians of std 0.01 around them; DQN: Q-values as "
-        "logits). Mean over seeds with Student-t 95% CIs."
+        "Behaviour on one scale for every algorithm (RMS mean-action change, RMS parameter change, KL "
+        "only between stochastic policies) is in the behavioural distance table; the CSV's kl scores "
+        "ES's deterministic actions as Gaussians of std 0.01 and is not comparable across families. "
+        "Mean over seeds with Student-t 95% CIs."
     )
     return write_table(
         table,

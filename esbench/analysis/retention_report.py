@@ -64,8 +64,9 @@ from esbench.analysis.retention import (
     score_matrix,
     sequence_curves,
 )
+from esbench.analysis.retention_behaviour import BEHAVIOUR_COLUMNS, behaviour_rows, load_probes
 from esbench.analysis.stats import interpolate_runs
-from esbench.tracking.schema import CONFIG_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
+from esbench.tracking.schema import CONFIG_FILE, PROBES_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
 
 #: Columns of :func:`scan_sequence_runs`.
 SEQUENCE_RUN_COLUMNS: tuple[str, ...] = (
@@ -215,6 +216,30 @@ def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None
     return snaps, ""
 
 
+#: Columns of :attr:`RetentionData.behaviour`.
+BEHAVIOUR_RUN_COLUMNS: list[str] = ["algo", "sequence", "seed", *BEHAVIOUR_COLUMNS]
+
+
+def read_behaviour(run_dir: str | Path, snaps: Snapshots | None) -> tuple[pd.DataFrame | None, bool, str]:
+    """The behavioural distances of a complete run from its :data:`~esbench.tracking.schema.PROBES_FILE`
+    (:func:`~esbench.analysis.retention_behaviour.behaviour_rows`; the parameter change from
+    ``snaps``).
+
+    Returns:
+        (rows, whether the policy samples its actions, "") or (None, False, why not): ``why not``
+        is "" when the run has no probes file (a run from before probes, or a learner that records
+        none), else the reason it cannot be read.
+    """
+    path = Path(run_dir) / PROBES_FILE
+    if not path.is_file():
+        return None, False, ""
+    try:
+        probes = load_probes(path)
+    except ValueError as e:
+        return None, False, str(e)
+    return behaviour_rows(probes, snaps.params if snaps is not None else None), probes.stochastic, ""
+
+
 @dataclass
 class RetentionData:
     """What the retention section draws and tabulates.
@@ -242,6 +267,10 @@ class RetentionData:
             ``sequence``, ``seed``, ``run_id``, ``timesteps``, ``train_stage``, the drift columns
             of ``metrics.csv`` (from the start of the stage trained) and ``policy_kl`` (mean over
             the ended stages).
+        behaviour: One row per (run, stage k, later-or-same stage j)
+            (:func:`~esbench.analysis.retention_behaviour.behaviour_rows`): ``algo``,
+            ``sequence``, ``seed`` and the behavioural distances of stage k's own update and of the
+            drift after it, on stage k's probe states (runs with ``probes.npz`` only).
         problems: One line per run left out of some numbers (and why), or whose numbers need a
             caveat (too few evaluation points per stage, an upside-down normalization).
         stages: Stage names per sequence.
@@ -254,6 +283,7 @@ class RetentionData:
     normalization: pd.DataFrame
     seeds: pd.DataFrame
     drift_curves: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DRIFT_CURVE_COLUMNS))
+    behaviour: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=BEHAVIOUR_RUN_COLUMNS))
     problems: list[str] = field(default_factory=list)
     stages: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -363,6 +393,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
     bound_rows: list[dict[str, Any]] = []
     drift_rows: list[dict[str, Any]] = []
     drift_curve_rows: list[pd.DataFrame] = []
+    behaviour_rows_: list[pd.DataFrame] = []
     norm_rows: list[dict[str, Any]] = []
     seed_rows: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -470,6 +501,11 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 snaps, why = read_snapshots(run["path"], len(stages))
                 if snaps is None:
                     problems.append(f"{where}: no drift ({why})")
+                behaviour, stochastic, why_not = read_behaviour(run["path"], snaps)
+                if behaviour is not None:
+                    behaviour_rows_.append(behaviour.assign(algo=algo, sequence=str(sequence), seed=seed))
+                elif why_not:
+                    problems.append(f"{where}: no behavioural distance ({why_not})")
                 refs = info["refs"]
                 references = refs if any(r is not None for r in refs) else None
                 kl = final_policy_kl(metrics, stages)
@@ -490,7 +526,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 per_run.append(table.assign(algo=algo, sequence=str(sequence), seed=seed))
                 curve_rows.append(_curve_frame(curves, p, algo, str(sequence), seed, str(run["run_id"])))
                 drift_curve_rows.append(
-                    drift_curve_frame(metrics, stages).assign(
+                    drift_curve_frame(metrics, stages, show_kl=behaviour is None or stochastic).assign(
                         algo=algo, sequence=str(sequence), seed=seed, run_id=str(run["run_id"])
                     )
                 )
@@ -547,6 +583,9 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
         drift_curves=pd.concat(drift_curve_rows, ignore_index=True)[DRIFT_CURVE_COLUMNS]
         if drift_curve_rows
         else pd.DataFrame(columns=DRIFT_CURVE_COLUMNS),
+        behaviour=pd.concat(behaviour_rows_, ignore_index=True)[BEHAVIOUR_RUN_COLUMNS]
+        if behaviour_rows_
+        else pd.DataFrame(columns=BEHAVIOUR_RUN_COLUMNS),
         normalization=pd.DataFrame(norm_rows),
         seeds=pd.DataFrame(
             seed_rows,
@@ -599,10 +638,14 @@ def final_policy_kl(metrics: pd.DataFrame, stages: Sequence[str]) -> np.ndarray:
     return out
 
 
-def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFrame:
+def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str], show_kl: bool = True) -> pd.DataFrame:
     """Drift at every evaluation point of one run: the drift columns of the row evaluating the
     stage trained (the same on every row of a point), ``train_stage`` its index, and ``policy_kl``
     the mean over the stages with a recorded value at that point (NaN before the first boundary).
+
+    ``show_kl=False`` leaves ``policy_kl`` NaN: a run whose probes say its policy is deterministic (ES,
+    DQN), whose logged KL scores made-up Gaussians or Q-values as logits and is not shown beside
+    a sampling policy's.
 
     Returns:
         Columns ``timesteps``, ``train_stage``, :data:`~esbench.training.drift.DRIFT_COLUMNS`,
@@ -622,7 +665,8 @@ def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str]) -> pd.DataFr
                 KL_COLUMN: float(np.nanmean(kl)) if np.isfinite(kl).any() else math.nan,
             }
         )
-    return pd.DataFrame(out, columns=["timesteps", "train_stage", *DRIFT_COLUMNS, KL_COLUMN])
+    frame = pd.DataFrame(out, columns=["timesteps", "train_stage", *DRIFT_COLUMNS, KL_COLUMN])
+    return frame if show_kl else frame.assign(**{KL_COLUMN: math.nan})
 
 
 _CURVE_COLUMNS = [

@@ -27,6 +27,11 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
     stage_states.npz the states each ended stage's final policy visited there and its action
                     distributions on them, for the ``policy_kl`` column (esbench.training.drift;
                     only for a sequence, once a stage with a later one has ended)
+    probes.npz      a sequence's behavioural probes: per stage, the action distributions of the
+                    policy the stage started from on that stage's probe states, and of the policy
+                    that ended every stage on every probe set so far (read with
+                    esbench.analysis.retention_behaviour.load_probes)
+    probe_states.npz the probe states themselves (the stage-start policy's visited observations)
     wandb/          the W&B run files (offline mode: `wandb sync` them later)
 """
 
@@ -127,6 +132,8 @@ ENV_FILE = "env.json"
 CHECKPOINT_FILE = "checkpoint.npz"
 SNAPSHOTS_FILE = "snapshots.npz"
 STAGE_STATES_FILE = "stage_states.npz"
+PROBES_FILE = "probes.npz"
+PROBE_STATES_FILE = "probe_states.npz"
 #: Where esbench before data-only checkpoints kept a pickle. Never loaded (unpickling runs code);
 #: a run directory holding one refuses to resume and says so.
 LEGACY_CHECKPOINT_FILE = "checkpoint.pkl"

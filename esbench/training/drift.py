@@ -25,6 +25,14 @@ the same numbers) and written next to ``snapshots.npz`` as ``stage_states.npz``
 (:func:`write_stage_states`, :func:`load_stage_states`). They depend only on the parameters, the
 observation statistics and the evaluation seeds, so the numbers are a pure function of the config
 whatever the number of workers.
+
+**Behavioural probes** (a sequence only): when stage k begins, the policy it starts from records
+stage k's *probe set* the same way (:meth:`~esbench.training.sequence_loop.SequenceLoop.record_probe`),
+and when any stage ends, the policy that ends it gives its distributions on every probe set so far
+(:meth:`~esbench.training.sequence_loop.SequenceLoop.end_probes`). They are kept in the
+checkpoints and written by :func:`write_probes`; the report turns them into the RMS mean-action
+change, the RMS parameter change and (between stochastic policies only) the KL of each stage's
+own update and of the drift after it (:mod:`esbench.analysis.retention_behaviour`).
 """
 
 from __future__ import annotations
@@ -39,8 +47,11 @@ import gymnasium as gym
 import numpy as np
 
 from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SPARSITY_THRESHOLDS, param_drift, update_sparsity
+from esbench.analysis.retention_behaviour import probes_of
+from esbench.analysis.retention_behaviour import write_probes as write_probes_file
 from esbench.policies.distribution import ActionDist, kl_divergence
 from esbench.policies.episode import discrete_action, run_episode
+from esbench.tracking.schema import PROBE_STATES_FILE, PROBES_FILE
 from esbench.utils.io import atomic_write_bytes
 
 #: Evaluation episodes (the first ones of the fixed seeds) whose states a stage records.
@@ -199,6 +210,50 @@ def write_stage_states(path: Path, records: Sequence[StageStates]) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def action_bounds(space: gym.Space[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bounds of a ``Box`` action space (the mean action's scale,
+    :func:`esbench.analysis.retention_behaviour.mean_action`); None for any other space."""
+    if isinstance(space, gym.spaces.Box):
+        return np.asarray(space.low, dtype=np.float64), np.asarray(space.high, dtype=np.float64)
+    return None
+
+
+def write_probes(
+    directory: Path,
+    probes: Sequence[StageStates],
+    ends: Sequence[Sequence[ActionDist]],
+    stochastic: bool,
+    bounds: tuple[np.ndarray, np.ndarray] | None,
+) -> None:
+    """Write a sequence run's behavioural probes (nothing without a probe set).
+
+    ``probes.npz`` (:func:`esbench.analysis.retention_behaviour.write_probes`): every probe set's
+    stage-start distributions and, per ended stage, the distributions of the policy that ended it
+    on every probe set recorded so far; ``probe_states.npz`` (:func:`write_stage_states`): the
+    probe states themselves, so a re-analysis can replay any policy on them.
+
+    Args:
+        directory: The run directory.
+        probes: One per stage begun (:meth:`esbench.training.sequence_loop.SequenceLoop.record_probe`).
+        ends: ``ends[j][k]``: the policy that ended stage j on probe set k.
+        stochastic: The policy samples its actions (SB3 actor-critic): the KL between two of its
+            versions is defined.
+        bounds: The Box action bounds (:func:`action_bounds`), else None.
+    """
+    if not probes:
+        return
+    data = probes_of(
+        [r.stage for r in probes],
+        [r.reference for r in probes],
+        ends,
+        [r.states.shape[0] for r in probes],
+        stochastic,
+        bounds,
+    )
+    write_probes_file(Path(directory) / PROBES_FILE, data)
+    write_stage_states(Path(directory) / PROBE_STATES_FILE, probes)
+
+
 def load_stage_states(path: str | Path) -> list[StageStates]:
     """Read ``stage_states.npz`` (:func:`write_stage_states`) with ``allow_pickle=False``."""
     with np.load(Path(path), allow_pickle=False) as archive:
@@ -218,6 +273,7 @@ __all__ = [
     "STATE_EPISODES",
     "DistributionFn",
     "StageStates",
+    "action_bounds",
     "drift_columns",
     "kl_columns",
     "load_stage_states",
@@ -226,5 +282,6 @@ __all__ = [
     "record_stage_states",
     "update_sparsity",
     "visited_states",
+    "write_probes",
     "write_stage_states",
 ]

@@ -42,7 +42,13 @@ from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
-from esbench.training.drift import StageStates, record_stage_states, write_stage_states
+from esbench.training.drift import (
+    StageStates,
+    action_bounds,
+    record_stage_states,
+    write_probes,
+    write_stage_states,
+)
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
@@ -113,7 +119,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     else:
         state, prog = master.initial_state(), Progress(next_eval_at=interval)
         prog.snapshots = [state.es.params.copy()]
-    loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg))
+    loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg), probes=True)
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         learner = ESLearner(cfg, store, logger, loop, master, client, MemberEvaluator(client, spec), state)
@@ -261,6 +267,8 @@ class ESLearner:
             self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries, self.layout
         )
         write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
+        bounds = action_bounds(self.master.eval_env.action_space)
+        write_probes(self.store.dir, p.probes, p.probe_ends, stochastic=False, bounds=bounds)
 
     def on_stage_begin(self, stage: Stage) -> None:
         """Stage ``stage`` starts from the last one's parameters (:func:`begin_stage`: the

@@ -13,6 +13,10 @@ For every run (one stage without a sequence), with ``loop`` the run's
    checkpoint, or the next stage (:meth:`Learner.on_stage_begin`) and a checkpoint at its start,
    so a run killed in stage k resumes inside stage k.
 
+A sequence also records each stage's behavioural probe set when the stage begins (before its
+first point or checkpoint) and, before each boundary, the ending policy's distributions on every
+probe set so far (:meth:`SequenceLoop.record_probe`, :meth:`SequenceLoop.end_probes`).
+
 A run resumed from a checkpoint enters the walk where the checkpoint left it (a finished run does
 not enter it at all).
 """
@@ -29,13 +33,16 @@ def walk_stages(loop: SequenceLoop, learner: Learner) -> None:
     """Train ``learner`` through the stages of ``loop``'s plan (see the module docstring)."""
     while not loop.p.finished:
         if loop.needs_first_point:
+            loop.record_probe(learner)  # stage 0's probe set, by the untrained policy
             learner.first_point()
         if loop.running:
             learner.train_stage()
+        loop.end_probes(learner)
         boundary = loop.end_stage(learner.params())
         learner.on_stage_end()
         if not boundary:
             learner.checkpoint()
             return
         learner.on_stage_begin(loop.stage)
+        loop.record_probe(learner)
         learner.checkpoint()

@@ -42,7 +42,7 @@ import copy
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,7 +63,7 @@ from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import resume_state, save_checkpoint
-from esbench.training.drift import StageStates, write_stage_states
+from esbench.training.drift import StageStates, action_bounds, write_probes, write_stage_states
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.training.sb3_callback import MetricsCallback, Progress, policy_layout, policy_vector
@@ -98,6 +98,7 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
     snaps = result.pop("snapshots")  # written where the driver runs, as every results file is
     write_snapshots(store.path(SNAPSHOTS_FILE), snaps.params, snaps.stages, snaps.boundaries, snaps.layout)
     write_stage_states(store.path(STAGE_STATES_FILE), snaps.states)
+    write_probes(store.dir, snaps.probes, snaps.probe_ends, snaps.stochastic, snaps.bounds)
     return result
 
 
@@ -171,6 +172,16 @@ class Snapshots:
     boundaries: list[int]
     layout: ParamLayout
     states: list[StageStates]  # for stage_states.npz (esbench.training.drift)
+    probes: list[StageStates] = field(default_factory=list)  # probes.npz, probe_states.npz
+    probe_ends: list[list[ActionDist]] = field(default_factory=list)
+    stochastic: bool = False  # the policy samples its actions (actor-critic): its KL is defined
+    bounds: tuple[np.ndarray, np.ndarray] | None = None  # the Box action bounds
+
+
+def stochastic_policy(model: BaseAlgorithm) -> bool:
+    """Whether ``model`` samples its actions from a distribution while it trains (the
+    actor-critic policies of A2C, PPO, TRPO: ``get_distribution``), not a Q-network's argmax."""
+    return getattr(model.policy, "get_distribution", None) is not None
 
 
 def stage_config(cfg: DictConfig, stage: Stage) -> DictConfig:
@@ -238,7 +249,7 @@ def train_process(
     else:
         progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
         progress.snapshots = [policy_vector(model)]
-    loop = SequenceLoop(plan, progress, interval, stop_at_return(cfg))
+    loop = SequenceLoop(plan, progress, interval, stop_at_return(cfg), probes=True)
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
     learner = SB3Learner(
         cfg, hp, loop, model, venv, eval_envs, emit_row, emit_snapshot, restored=blob is not None
@@ -257,7 +268,15 @@ def train_process(
         "updates": int(getattr(model, "_n_updates", 0)),
         "hyperparameters": {k: v for k, v in hp.items() if k != "name"},
         "snapshots": Snapshots(
-            progress.snapshots, plan.names, progress.boundaries, policy_layout(model), progress.stage_states
+            progress.snapshots,
+            plan.names,
+            progress.boundaries,
+            policy_layout(model),
+            progress.stage_states,
+            progress.probes,
+            progress.probe_ends,
+            stochastic_policy(model),
+            action_bounds(model.action_space),
         ),
     }
 

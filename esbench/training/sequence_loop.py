@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from esbench.policies.distribution import ActionDist
 from esbench.training.drift import StageStates
 from esbench.training.learner import Evaluable
 from esbench.training.ruler import (
@@ -81,6 +82,10 @@ class SequenceProgress:
             once the run is over).
         last_eval_by_stage: Every stage's last evaluation mean.
         stage_states: The states each ended stage's final policy visited there (policy KL).
+        probes: A sequence's behavioural probe set per stage begun: the states the stage-start
+            policy visited there and its distributions on them (:meth:`SequenceLoop.record_probe`).
+        probe_ends: ``probe_ends[j][k]``: the distributions of the policy that ended stage j on
+            probe set k (:meth:`SequenceLoop.end_probes`).
         finished: The run is over (a resumed run that is over only writes its summary).
     """
 
@@ -103,6 +108,8 @@ class SequenceProgress:
     snapshots: list[np.ndarray] = field(default_factory=list)
     last_eval_by_stage: dict[str, float] = field(default_factory=dict)
     stage_states: list[StageStates] = field(default_factory=list)
+    probes: list[StageStates] = field(default_factory=list)
+    probe_ends: list[list[ActionDist]] = field(default_factory=list)
     finished: bool = False
 
 
@@ -127,15 +134,23 @@ class SequenceLoop:
         progress: Fresh (with ``snapshots`` holding the initial parameters) or from a checkpoint.
         interval: ``eval.interval_timesteps``.
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
+        probes: Record behavioural probes in a sequence (:meth:`record_probe`); off for learners
+            whose distributions are too large to keep per stage (a language model's vocabulary).
     """
 
     def __init__(
-        self, plan: StagePlan, progress: SequenceProgress, interval: int, target: float | None
+        self,
+        plan: StagePlan,
+        progress: SequenceProgress,
+        interval: int,
+        target: float | None,
+        probes: bool = False,
     ) -> None:
         self.plan = plan
         self.p = progress
         self.interval = int(interval)
         self.target = target
+        self.probes = bool(probes) and len(plan.stages) > 1
 
     @property
     def stage(self) -> Stage:
@@ -184,6 +199,30 @@ class SequenceLoop:
         p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
         p.points += 1
         return PointResult(p.points - 1, params, evals, shared, per_stage)
+
+    def record_probe(self, learner: Evaluable) -> None:
+        """Record the trained stage's behavioural probe set with the policy it starts from (a
+        sequence only; once per stage, so a resumed run keeps the one it has).
+
+        The states are those :meth:`~esbench.training.learner.Evaluable.record_states` visits
+        (the stage's first evaluation seeds, played deterministically); their steps count as
+        evaluation steps. Nothing unless the loop was made with ``probes``.
+        """
+        p = self.p
+        if not self.probes or len(p.probes) != p.stage:  # recorded, or a run from before probes
+            return
+        probe = learner.record_states()
+        p.probes = [*p.probes, probe]
+        p.eval_timesteps += probe.steps
+
+    def end_probes(self, learner: Evaluable) -> None:
+        """The distributions of the policy that ends the trained stage on every probe set so far
+        (once per stage; nothing without a probe set for every stage so far, e.g. a run resumed
+        from a checkpoint written before probes existed)."""
+        p = self.p
+        if len(p.probes) != p.stage + 1 or len(p.probe_ends) != p.stage:
+            return
+        p.probe_ends = [*p.probe_ends, [learner.distribution(r.states) for r in p.probes]]
 
     def rows(
         self, counters: Counters, point: PointResult | None, train: dict[str, Any]
