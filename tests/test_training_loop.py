@@ -40,6 +40,10 @@ class CountingLearner:
     def evaluate_stage(self, j: int) -> StageEval:
         return StageEval(f"s{j}", self.score, 0.0, 5)
 
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        self.calls.append(f"confirm {first}+{episodes}")
+        return StageEval(f"s{j}", self.score, 0.0, 5 * episodes)
+
     def distribution(self, states: np.ndarray) -> ActionDist:
         return ActionDist(CATEGORICAL, np.tile(self.theta[:2], (len(states), 1)))
 
@@ -109,7 +113,7 @@ def test_a_target_reached_at_timestep_0_ends_the_run_without_training() -> None:
     loop = _loop(1, target=1.0)
     learner = CountingLearner(loop, score=5.0)
     walk_stages(loop, learner)
-    assert learner.calls == ["point@0", "end@0", "checkpoint"]
+    assert learner.calls == ["confirm 0+10", "point@0", "end@0", "checkpoint"]
     assert loop.p.stopped_at_return and loop.p.finished
 
 

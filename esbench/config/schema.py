@@ -139,6 +139,10 @@ class BudgetConfig:
     # names this run's env.
     stop_at_return: float | None = None
     stop_at_return_by_env: dict[str, float] = field(default_factory=dict)
+    # A point at or above the target is confirmed on this many fresh evaluation seeds before the
+    # run stops there (esbench.training.ruler.Confirmation; at least 10). Without a target it
+    # changes nothing, and the run id leaves it out.
+    confirm_episodes: int = 10
 
 
 @dataclass

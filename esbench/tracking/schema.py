@@ -71,6 +71,12 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "prior_accuracy",  # task A (the prior capability): held-out accuracy, greedy
     "prior_loss",  # task A: held-out cross-entropy per answer token, teacher forced
     "prior_kl",  # KL(task-A model || model) of next-token distributions on task-A answer positions
+    # Stop at a target (budget.stop_at_return; esbench.training.ruler.Confirmation): on the row
+    # evaluating the stage trained, at a point whose eval_return_mean reached the target, the same
+    # parameters on budget.confirm_episodes fresh evaluation seeds. Empty at every other point.
+    "confirm_return_mean",  # mean return of the confirmation episodes
+    "confirm_return_std",  # their standard deviation
+    "confirmed",  # 1: the confirmation reached the target too (the run stopped here); 0: it did not
 )
 
 #: Columns that depend on where and how fast a run executes, not on what it computes: a run

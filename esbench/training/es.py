@@ -44,7 +44,15 @@ from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import StageStates, record_stage_states, write_stage_states
 from esbench.training.loop import walk_stages
-from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
+from esbench.training.ruler import (
+    Confirmation,
+    Counters,
+    Stage,
+    StageEval,
+    StagePlan,
+    stage_plan,
+    write_snapshots,
+)
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 log = logging.getLogger(__name__)
@@ -113,7 +121,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     else:
         state, prog = master.initial_state(), Progress(next_eval_at=interval)
         prog.snapshots = [state.es.params.copy()]
-    loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg))
+    loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg), Confirmation.from_config(cfg))
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         learner = ESLearner(cfg, store, logger, loop, master, client, MemberEvaluator(client, spec), state)
@@ -276,7 +284,13 @@ class ESLearner:
     # --- an evaluation point ----------------------------------------------------------------------
     def evaluate_stage(self, j: int) -> StageEval:
         """Stage ``j``'s fixed evaluation seeds on the workers; their CPU time is the run's."""
-        (mean, std), steps, cpu = _evaluate(self.evaluate, self.state, self.prog, self.cfg, self.workers, j)
+        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes))
+
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k`` (``k < episodes``) on the
+        workers (the regular evaluation: ``first`` 0); their CPU time is the run's."""
+        members = list(range(int(first), int(first) + int(episodes)))
+        (mean, std), steps, cpu = _evaluate(self.evaluate, self.state, self.prog, members, self.workers, j)
         self.prog.cpu_s += cpu
         return StageEval(self.plan.stages[j].name, mean, std, steps)
 
@@ -373,14 +387,16 @@ def _evaluate(
     evaluate: MemberEvaluator,
     state: TrainerState,
     prog: Progress,
-    cfg: DictConfig,
+    episodes: list[int],
     workers: int,
     stage: int = 0,
 ) -> tuple[tuple[float, float], int, float]:
-    """The deterministic policy on the fixed evaluation seeds of stage ``stage``'s environment:
-    ((mean, std), steps, cpu seconds)."""
+    """The deterministic policy on stage ``stage``'s environment, episode ``k`` of ``episodes``
+    reset with the evaluation seed ``eval.seed + k``: ((mean, std), steps, cpu seconds). The
+    episodes are split in contiguous chunks, one per worker, and gathered in order, so the numbers
+    do not depend on the number of workers."""
     msg = SyncMessage(state.generation, state_digest(state), tuple(prog.records))
-    chunks = split_members(int(cfg.eval.episodes), max(workers, 1))
+    chunks = [[episodes[i] for i in c] for c in split_members(len(episodes), max(workers, 1))]
     results = evaluate(msg, chunks, "eval", state, stage)
     returns = np.concatenate([r.returns[:, 0] for r in results])
     steps = int(sum(r.lengths.sum() for r in results))

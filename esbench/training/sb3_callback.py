@@ -143,15 +143,21 @@ class MetricsCallback(BaseCallback):
 
     def evaluate_stage(self, j: int) -> StageEval:
         """The current policy on stage ``j``'s environment and the run's fixed evaluation seeds."""
+        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes))
+
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k`` (``k < episodes``), acting
+        as the regular evaluation does (the regular evaluation: ``first`` 0)."""
         mean, std, steps = evaluate(
             self.model,
             self.eval_envs[j],
             int(self.cfg.eval.seed),
-            int(self.cfg.eval.episodes),
+            int(episodes),
             unwrap_vec_normalize(self.training_env),
             protocol=self.protocol,
             run_seed=int(self.cfg.seed),
             timestep=self.p.timesteps,
+            first=int(first),
         )
         return StageEval(self.loop.plan.stages[j].name, mean, std, steps)
 

@@ -24,7 +24,8 @@ The order, for every run (one stage without a sequence):
    the stage's visited states are recorded first when a later stage follows, for the policy KL);
 4. :meth:`SequenceLoop.end_stage`: the boundary ``T_k``, its wall-clock and the parameter snapshot
    the next stage starts from; the next stage, or the end of the run (after the last stage, or
-   at the first point of the trained stage at or above ``budget.stop_at_return``).
+   at the first point of the trained stage at or above ``budget.stop_at_return`` that a
+   confirmation on fresh evaluation seeds also reaches: :class:`~esbench.training.ruler.Confirmation`).
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ from typing import Any
 import numpy as np
 
 from esbench.training.drift import StageStates
-from esbench.training.learner import Evaluable
+from esbench.training.learner import Confirms, Evaluable
 from esbench.training.ruler import (
+    Confirmation,
     Counters,
     Stage,
     StageEval,
     StagePlan,
+    confirm_columns,
     drift_at_point,
     eval_due,
     next_eval_at,
@@ -71,7 +74,10 @@ class SequenceProgress:
         last_eval: (mean, std) of the trained stage at the last point.
         best_eval: The best of those means.
         points: Evaluation points so far.
-        stopped_at_return: Ended at the first point at or above ``budget.stop_at_return``.
+        stopped_at_return: Ended at the first point at or above ``budget.stop_at_return`` whose
+            confirmation reached it too.
+        confirmations: Confirmations taken so far (each on its own fresh seeds:
+            :meth:`~esbench.training.ruler.Confirmation.first`).
         resumed_from: Where the run resumed (ES: generations; RL: timesteps).
         stage: The stage being trained (an index into the plan).
         stage_start: The timesteps at which it started.
@@ -95,6 +101,7 @@ class SequenceProgress:
     best_eval: float = -math.inf
     points: int = 0
     stopped_at_return: bool = False
+    confirmations: int = 0
     resumed_from: list[int] = field(default_factory=list)
     stage: int = 0
     stage_start: int = 0
@@ -109,14 +116,16 @@ class SequenceProgress:
 @dataclass(frozen=True)
 class PointResult:
     """An evaluation point: its index (0 at timestep 0), the parameters evaluated (read once, from
-    :meth:`~esbench.training.learner.Evaluable.params`), every stage's evaluation, and the drift
-    columns for ``point_rows``."""
+    :meth:`~esbench.training.learner.Evaluable.params`), every stage's evaluation, the drift
+    columns for ``point_rows`` (with the confirmation's columns on the trained stage's), and the
+    confirmation taken when the trained stage reached the target (None otherwise)."""
 
     index: int
     params: np.ndarray
     evals: list[StageEval]
     shared: dict[str, float]
     per_stage: dict[str, dict[str, float]]
+    confirm: StageEval | None = None
 
 
 class SequenceLoop:
@@ -127,15 +136,23 @@ class SequenceLoop:
         progress: Fresh (with ``snapshots`` holding the initial parameters) or from a checkpoint.
         interval: ``eval.interval_timesteps``.
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
+        confirm: How a point that reaches ``target`` is confirmed before the run stops
+            (:meth:`Confirmation.from_config`; default: 10 episodes past 0 regular ones).
     """
 
     def __init__(
-        self, plan: StagePlan, progress: SequenceProgress, interval: int, target: float | None
+        self,
+        plan: StagePlan,
+        progress: SequenceProgress,
+        interval: int,
+        target: float | None,
+        confirm: Confirmation | None = None,
     ) -> None:
         self.plan = plan
         self.p = progress
         self.interval = int(interval)
         self.target = target
+        self.confirm = confirm or Confirmation()
 
     @property
     def stage(self) -> Stage:
@@ -164,7 +181,9 @@ class SequenceLoop:
         """Evaluate every stage of the plan with the current parameters and update the counters.
 
         At a stage's end with a later stage to come, that stage's states are recorded first (its
-        policy KL is then 0). Marks the run stopped when the trained stage reaches the target.
+        policy KL is then 0). When the trained stage reaches the target, the same parameters are
+        confirmed on fresh seeds (:meth:`confirmation`); the run is marked stopped only when the
+        confirmation reaches the target too.
         """
         p = self.p
         if stage_end:
@@ -181,9 +200,29 @@ class SequenceLoop:
         p.last_eval = (own.mean, own.std)
         p.best_eval = max(p.best_eval, own.mean)
         p.next_eval_at = next_eval_at(p.timesteps, self.interval)
-        p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
+        confirm = None
+        if not p.stopped_at_return and target_reached(self.target, own.mean):
+            confirm = self.confirmation(learner)
+            p.stopped_at_return = target_reached(self.target, confirm.mean)
+            own_cols = per_stage.get(own.stage, {})
+            per_stage = {**per_stage, own.stage: {**own_cols, **confirm_columns(confirm, self.target)}}
         p.points += 1
-        return PointResult(p.points - 1, params, evals, shared, per_stage)
+        return PointResult(p.points - 1, params, evals, shared, per_stage, confirm)
+
+    def confirmation(self, learner: Evaluable) -> StageEval:
+        """Evaluate the trained stage on the next confirmation's fresh seeds
+        (:class:`~esbench.training.ruler.Confirmation`), counting its steps as evaluation."""
+        if not isinstance(learner, Confirms):
+            raise TypeError(
+                f"{type(learner).__name__} cannot confirm a target (no confirm_stage): "
+                "budget.stop_at_return needs a learner that evaluates on given seeds"
+            )
+        p = self.p
+        first = self.confirm.first(p.confirmations)
+        p.confirmations += 1
+        ev = learner.confirm_stage(p.stage, first, self.confirm.episodes)
+        p.eval_timesteps += ev.steps
+        return ev
 
     def rows(
         self, counters: Counters, point: PointResult | None, train: dict[str, Any]
