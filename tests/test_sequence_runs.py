@@ -324,7 +324,7 @@ def test_stops_at_the_first_confirmed_evaluation_at_or_above_the_target(algo: st
     assert later, returns
     target = float(evals["eval_return_mean"].iloc[later[0]])
     runs = {}
-    for workers in ([1, 2] if algo == "openai_es" else [1]):
+    for workers in [1, 2] if algo == "openai_es" else [1]:
         out = tmp_path / f"stop{workers}"
         esbench("run", *args, f"budget.stop_at_return={target}", f"cluster.n_workers={workers}",
                 f"results_dir={out}")  # fmt: skip
