@@ -11,14 +11,17 @@ every expected number is worked out in the docstrings.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from esbench.analysis.curves import aggregate_curves, mean_curve
+from esbench.analysis.report import build_report
 from esbench.analysis.stats import REACH_COLUMN, reach_scores
 from esbench.analysis.time_to_score import time_to_common_score
 from esbench.analysis.verdicts import time_to_target
+from tests.synthetic_store import write_run
 
 NAN = math.nan
 
@@ -115,3 +118,23 @@ def test_time_to_a_common_score_counts_each_seed_at_its_first_confirmed_point() 
     table = time_to_common_score(pd.concat([trpo, es]), stopped={"a"}).set_index("algo")
     row = table.loc["openai_es"]
     assert row["target"] == 100.0 and row["n_reached"] == 2 and row["timesteps"] == 250.0
+
+
+def test_a_report_scores_a_stopped_run_by_its_confirmation_and_marks_its_stop(tmp_path: Path) -> None:
+    """Two ES seeds on Swimmer stopped at their target 100, stopping evaluations 120 and 110 (the
+    points that triggered the stops, selected for being high), confirmations 104 and 100. The
+    summary's final score is the confirmations' mean, 102, not 115; the curves' caption says no
+    value is held past a stop. The written metrics carry the confirmation on the stop's row."""
+    for seed, (ys, confirm) in enumerate((([0.0, 50.0, 120.0], 104.0), ([0.0, 60.0, 110.0], 100.0))):
+        run_dir = write_run(tmp_path, "curves", "openai_es", "Swimmer-v5", seed, [0, 250, 500], ys,
+                            stopped_at_return=True)  # fmt: skip
+        metrics = pd.read_csv(run_dir / "metrics.csv")
+        last = metrics.index[-1]
+        metrics.loc[last, ["confirm_return_mean", "confirm_return_std", "confirmed"]] = [confirm, 1.0, 1.0]
+        metrics.to_csv(run_dir / "metrics.csv", index=False)
+    report = build_report("curves", tmp_path, tmp_path / "paper", allow_partial=True)
+    summary = pd.read_csv(report.parent / "tables" / "summary.csv")
+    assert summary["final_eval_return"].tolist() == [102.0]
+    text = report.read_text()
+    assert "nothing is drawn or averaged for it past its stop" in text
+    assert "their final score is the confirmation's mean" in text

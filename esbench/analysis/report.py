@@ -215,23 +215,41 @@ def _curve_figures(
                 )
             if stopped_runs(results):
                 caption += (
-                    "; a run that stopped at its target score (budget.stop_at_return) is held at that "
-                    "score from its stop to the end of the other seeds"
+                    "; a triangle marks each run that stopped at its target score "
+                    "(budget.stop_at_return, confirmed on fresh evaluation seeds): nothing is drawn "
+                    "or averaged for it past its stop, where the mean is over the runs still training"
                 )
             out.append(_figure_md(paths, root, caption))
     return out
+
+
+def _final_scores(results: Results, runs: pd.DataFrame, stopped: set[object]) -> np.ndarray:
+    """Each run's final score: its last evaluation, or for a run that stopped at its target, the
+    mean of the confirmation that stopped it (fresh seeds; the evaluation that triggered the stop
+    was selected for being at or above the target, so it overstates the policy)."""
+    scores = runs["final_eval_return"].to_numpy(float).copy()
+    curves = results.curves
+    if not stopped or "confirm_return_mean" not in curves.columns:
+        return scores
+    confirmed = curves.dropna(subset=["confirm_return_mean"]).sort_values("timesteps", kind="stable")
+    last = confirmed.groupby("run_id", sort=True)["confirm_return_mean"].last()
+    for i, run_id in enumerate(runs["run_id"]):
+        if run_id in stopped and run_id in last.index:
+            scores[i] = float(last[run_id])
+    return scores
 
 
 def _summary_table(
     results: Results, root: Path, rng: np.random.Generator, by: Sequence[str], partial: set
 ) -> str:
     """Per-condition summary of the complete runs (seeds, final score with CI, budget, speed), with
-    how many runs stopped at their target score (their final evaluation is that score)."""
+    how many runs stopped at their target score (their final score is their confirmation's:
+    :func:`_final_scores`)."""
     stopped = stopped_runs(results)
     rows = []
     for key, g in results.complete.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        mean, low, high = mean_ci(g["final_eval_return"].to_numpy(float), rng)
+        mean, low, high = mean_ci(_final_scores(results, g, stopped), rng)
         rows.append(
             {
                 **dict(zip(by, key, strict=True)),
@@ -273,7 +291,9 @@ def _summary_table(
         ]
         notes += (
             " Stopped at target: runs that ended at their first evaluation at or above "
-            "budget.stop_at_return (reached, not cut short); their timesteps are the stopping point."
+            "budget.stop_at_return that a confirmation on fresh evaluation seeds (at least 10 "
+            "episodes) reached too (reached, not cut short); their timesteps are the stopping point "
+            "and their final score is the confirmation's mean."
         )
     if data["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."
