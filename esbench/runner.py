@@ -95,6 +95,9 @@ def config_hash(cfg: DictConfig) -> str:
     budget = data.get("budget")
     if isinstance(budget, dict) and stop_at_return(cfg) is None:
         budget.pop("confirm_episodes", None)  # inert without a target: hashes as before it existed
+    evaluation = data.get("eval")
+    if isinstance(evaluation, dict) and not evaluation.get("also_stochastic", False):
+        evaluation.pop("also_stochastic", None)  # off: hashes as before it existed
     for key in NON_SEMANTIC_KEYS:
         *parents, leaf = key.split(".")
         node: Any = data

@@ -160,3 +160,20 @@ def test_ars_acts_continuously_where_the_env_file_discretizes_actions_for_the_es
         gym_env.close()
     binned = compose_run_config(["algo=ars", f"env={env}", "policy.action_bins=10"])
     assert binned.policy.action_bins == 10  # the command line still wins
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["algo=dqn", "env=cartpole"], "algo=dqn has no action distribution to sample"),
+        (["algo=a2c", "env=atari"], "eval.policy resolves to sampled for algo=a2c on env.kind=atari"),
+    ],
+)
+def test_a_stochastic_evaluation_beside_an_already_stochastic_one_is_refused(
+    overrides: list[str], expected: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        compose_run_config([*overrides, "eval.also_stochastic=true"])
+    assert expected in str(err.value) and "eval.also_stochastic" in str(err.value)
+    assert "\n" not in str(err.value)
+    compose_run_config([*overrides, "eval.also_stochastic=false"])  # fine without it

@@ -412,3 +412,57 @@ def test_wandb_logs_every_stage_under_its_own_namespace(tmp_path: Path) -> None:
     assert foreign and all(set(h) <= {"timesteps", "eval/long_pole/return_mean",
                                       "eval/long_pole/return_std", "_step", "_timestamp", "_runtime"}
                            for h in foreign)  # fmt: skip
+
+
+def test_also_stochastic_adds_a_stochastic_evaluation_and_changes_nothing_else(tmp_path: Path) -> None:
+    """eval.also_stochastic=true: every point also evaluates the stage trained with ES's training
+    action noise (algo.action_noise_std) on the same seeds; the run's other numbers are the run
+    without it (bar the evaluation steps it took), and the timestep-0 value is what the worker's
+    ``eval_stochastic`` task gives for the untrained state."""
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import load_components
+    from esbench.runtime.replica import SyncMessage, state_digest
+    from esbench.runtime.worker import RunContext, RunSpec, evaluate_chunk
+
+    args = ["algo=openai_es", "env=inverted_pendulum", *SMALL[2:], "budget.timesteps=3000",
+            "eval.interval_timesteps=1500", "eval.episodes=3", "tracker=none",
+            "tracker.console=false"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path / 'plain'}")
+    esbench("run", *args, "eval.also_stochastic=true", f"results_dir={tmp_path / 'both'}")
+    plain, _ = read_run(only_run_dir(tmp_path / "plain"))
+    both, _ = read_run(only_run_dir(tmp_path / "both"))
+    stochastic = ["eval_stochastic_return_mean", "eval_stochastic_return_std"]
+    assert plain[stochastic].isna().all().all()
+    points = both["eval_return_mean"].notna()
+    assert (
+        both.loc[points, stochastic].notna().all().all() and both.loc[~points, stochastic].isna().all().all()
+    )
+    same = [c for c in plain.columns if c not in (*stochastic, "eval_timesteps")]
+    pd.testing.assert_frame_equal(both[same], plain[same])
+    assert (both.loc[points, "eval_timesteps"] > plain.loc[points, "eval_timesteps"]).all()
+    load_components()
+    spec = RunSpec.from_config(compose_run_config([*args, "eval.also_stochastic=true"]), "t0-stochastic")
+    state = RunContext(spec).initial_state()
+    msg = SyncMessage(0, state_digest(state))
+    noisy = evaluate_chunk(spec, msg, [0, 1, 2], "eval_stochastic", snapshot=state).returns[:, 0]
+    first = both.iloc[0]
+    assert (first["eval_stochastic_return_mean"], first["eval_stochastic_return_std"]) == (
+        noisy.mean(),
+        noisy.std(),
+    )
+
+
+@pytest.mark.slow
+def test_rl_also_stochastic_samples_the_policy_beside_the_deterministic_evaluation(tmp_path: Path) -> None:
+    """The SB3 side of eval.also_stochastic: actions sampled from the policy (deterministic=False)
+    on the same seeds, on every point's row of the stage trained; nothing else changes."""
+    args = ["algo=a2c", "env=cartpole", "budget.timesteps=2000", "eval.interval_timesteps=1000",
+            "eval.episodes=3", "tracker=none", "tracker.console=false"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path / 'plain'}")
+    esbench("run", *args, "eval.also_stochastic=true", f"results_dir={tmp_path / 'both'}")
+    plain, _ = read_run(only_run_dir(tmp_path / "plain"))
+    both, _ = read_run(only_run_dir(tmp_path / "both"))
+    stochastic = ["eval_stochastic_return_mean", "eval_stochastic_return_std"]
+    assert both[stochastic].notna().all().all() and plain[stochastic].isna().all().all()
+    same = [c for c in plain.columns if c not in (*stochastic, "eval_timesteps")]
+    pd.testing.assert_frame_equal(both[same], plain[same])

@@ -246,7 +246,14 @@ def train_process(
     else:
         progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
         progress.snapshots = [policy_vector(model)]
-    loop = SequenceLoop(plan, progress, interval, stop_at_return(cfg), Confirmation.from_config(cfg))
+    loop = SequenceLoop(
+        plan,
+        progress,
+        interval,
+        stop_at_return(cfg),
+        Confirmation.from_config(cfg),
+        bool(cfg.eval.also_stochastic),
+    )
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
     learner = SB3Learner(
         cfg, hp, loop, model, venv, eval_envs, emit_row, emit_snapshot, restored=blob is not None
@@ -360,6 +367,10 @@ class SB3Learner:
     def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
         """Stage ``j`` on a confirmation's seeds (:meth:`MetricsCallback.confirm_stage`)."""
         return self.cb.confirm_stage(j, first, episodes)
+
+    def evaluate_stochastic(self, j: int) -> StageEval:
+        """Stage ``j``, the policy sampled (:meth:`MetricsCallback.evaluate_stochastic`)."""
+        return self.cb.evaluate_stochastic(j)
 
     def record_states(self) -> StageStates:
         """The states the current policy visits on its stage (:meth:`MetricsCallback.record_states`)."""

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from esbench.training.drift import StageStates
-from esbench.training.learner import Confirms, Evaluable
+from esbench.training.learner import Confirms, Evaluable, EvaluatesStochastic
 from esbench.training.ruler import (
     Confirmation,
     Counters,
@@ -138,6 +138,8 @@ class SequenceLoop:
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
         confirm: How a point that reaches ``target`` is confirmed before the run stops
             (:meth:`Confirmation.from_config`; default: 10 episodes past 0 regular ones).
+        also_stochastic: ``eval.also_stochastic``: at every point, also evaluate the stage trained
+            with the policy acting stochastically (``eval_stochastic_return_mean``/``_std``).
     """
 
     def __init__(
@@ -147,12 +149,14 @@ class SequenceLoop:
         interval: int,
         target: float | None,
         confirm: Confirmation | None = None,
+        also_stochastic: bool = False,
     ) -> None:
         self.plan = plan
         self.p = progress
         self.interval = int(interval)
         self.target = target
         self.confirm = confirm or Confirmation()
+        self.also_stochastic = bool(also_stochastic)
 
     @property
     def stage(self) -> Stage:
@@ -200,6 +204,9 @@ class SequenceLoop:
         p.last_eval = (own.mean, own.std)
         p.best_eval = max(p.best_eval, own.mean)
         p.next_eval_at = next_eval_at(p.timesteps, self.interval)
+        if self.also_stochastic:
+            own_cols = per_stage.get(own.stage, {})
+            per_stage = {**per_stage, own.stage: {**own_cols, **self.stochastic(learner)}}
         confirm = None
         if not p.stopped_at_return and target_reached(self.target, own.mean):
             confirm = self.confirmation(learner)
@@ -208,6 +215,18 @@ class SequenceLoop:
             per_stage = {**per_stage, own.stage: {**own_cols, **confirm_columns(confirm, self.target)}}
         p.points += 1
         return PointResult(p.points - 1, params, evals, shared, per_stage, confirm)
+
+    def stochastic(self, learner: Evaluable) -> dict[str, float]:
+        """The stage trained with the policy acting stochastically (``eval.also_stochastic``), as
+        the columns of its row; its steps count as evaluation."""
+        if not isinstance(learner, EvaluatesStochastic):
+            raise TypeError(
+                f"{type(learner).__name__} cannot evaluate stochastically (no evaluate_stochastic): "
+                "eval.also_stochastic=true needs a learner that can"
+            )
+        ev = learner.evaluate_stochastic(self.p.stage)
+        self.p.eval_timesteps += ev.steps
+        return {"eval_stochastic_return_mean": ev.mean, "eval_stochastic_return_std": ev.std}
 
     def confirmation(self, learner: Evaluable) -> StageEval:
         """Evaluate the trained stage on the next confirmation's fresh seeds
