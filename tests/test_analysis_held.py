@@ -138,3 +138,30 @@ def test_a_report_scores_a_stopped_run_by_its_confirmation_and_marks_its_stop(tm
     text = report.read_text()
     assert "nothing is drawn or averaged for it past its stop" in text
     assert "their final score is the confirmation's mean" in text
+
+
+def _with_stochastic(run_dir: Path, values: list[float]) -> None:
+    """Fill a synthetic run's eval_stochastic_return_mean on its evaluation rows."""
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    points = metrics.index[metrics["eval_return_mean"].notna()]
+    metrics.loc[points, "eval_stochastic_return_mean"] = values
+    metrics.loc[points, "eval_stochastic_return_std"] = 0.0
+    metrics.to_csv(run_dir / "metrics.csv", index=False)
+
+
+def test_the_summary_shows_the_stochastic_evaluation_where_it_differs(tmp_path: Path) -> None:
+    """Two seeds with final deterministic returns 100 and 120 and stochastic ones 90 and 100: the
+    summary adds their mean, 95, beside 110. Where the stochastic evaluation equals the
+    deterministic one everywhere (ES on discrete actions), no column is added."""
+    for seed, (ys, noisy) in enumerate((([0.0, 100.0], [0.0, 90.0]), ([0.0, 120.0], [0.0, 100.0]))):
+        _with_stochastic(write_run(tmp_path / "a", "curves", "trpo", "Swimmer-v5", seed, [0, 500], ys), noisy)
+        _with_stochastic(write_run(tmp_path / "b", "curves", "trpo", "Swimmer-v5", seed, [0, 500], ys), ys)
+    report = build_report("curves", tmp_path / "a", tmp_path / "paper_a", allow_partial=True)
+    summary = pd.read_csv(report.parent / "tables" / "summary.csv")
+    assert summary["final_eval_return"].tolist() == [110.0] and summary["stochastic_return"].tolist() == [
+        95.0
+    ]
+    assert "Final stochastic return [95% CI]" in (report.parent / "tables" / "summary.md").read_text()
+    same = build_report("curves", tmp_path / "b", tmp_path / "paper_b", allow_partial=True)
+    assert "stochastic_return" not in pd.read_csv(same.parent / "tables" / "summary.csv").columns
+    assert "stochastic" not in (same.parent / "tables" / "summary.md").read_text()
