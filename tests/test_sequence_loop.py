@@ -57,7 +57,8 @@ def _plan(n: int = 2, budget: int = 100) -> StagePlan:
 def _loop(plan: StagePlan, target: float | None = None) -> tuple[SequenceLoop, SequenceProgress]:
     p = SequenceProgress(next_eval_at=50)
     p.snapshots = [np.array([1.0, 0.0, 2.0])]
-    return SequenceLoop(plan, p, interval=50, target=target), p
+    confirm = Confirmation(episodes=10, eval_episodes=0)  # the scripted learner has no seeds of its own
+    return SequenceLoop(plan, p, interval=50, target=target, confirm=confirm), p
 
 
 def test_a_point_evaluates_every_stage_and_updates_the_counters() -> None:
@@ -131,7 +132,7 @@ def test_reaching_the_target_ends_the_run_at_that_stage() -> None:
 
 
 def test_a_point_the_confirmation_does_not_back_keeps_training() -> None:
-    """Issue 26 part 3: a lucky evaluation above the target is confirmed on fresh seeds before the
+    """A lucky evaluation above the target is confirmed on fresh seeds before the
     run stops; when the confirmation misses, the run goes on, the point records both numbers, and
     the next confirmation plays seeds no earlier evaluation played."""
     plan = _plan(n=1)
@@ -164,6 +165,11 @@ def test_confirmation_seeds_are_fresh_and_a_pure_function_of_the_count() -> None
     assert min(spans[0]) == 3  # past the regular seeds 0, 1, 2
     assert all(a.isdisjoint(b) for i, a in enumerate(spans) for b in spans[i + 1 :])
     assert [c.first(k) for k in range(3)] == [Confirmation(10, 3).first(k) for k in range(3)]
+
+
+def test_a_target_without_its_confirmation_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs its Confirmation"):
+        SequenceLoop(_plan(n=1), SequenceProgress(), interval=50, target=1.0)
 
 
 def test_a_learner_that_cannot_confirm_cannot_stop_at_a_target() -> None:

@@ -24,7 +24,7 @@ from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import StageStates
 from esbench.training.learner import Learner
 from esbench.training.loop import walk_stages
-from esbench.training.ruler import Stage, StageEval, StagePlan
+from esbench.training.ruler import Confirmation, Stage, StageEval, StagePlan
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 
@@ -84,7 +84,7 @@ def _loop(n_stages: int, target: float | None = None) -> SequenceLoop:
     plan = StagePlan("seq", tuple(Stage(k, f"s{k}", {}, 100) for k in range(n_stages)))
     progress = SequenceProgress(next_eval_at=100)
     progress.snapshots = [np.zeros(3)]
-    return SequenceLoop(plan, progress, interval=100, target=target)
+    return SequenceLoop(plan, progress, interval=100, target=target, confirm=Confirmation(10, 0))
 
 
 def test_the_walk_takes_the_points_boundaries_and_checkpoints_in_order() -> None:

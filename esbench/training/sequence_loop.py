@@ -137,7 +137,8 @@ class SequenceLoop:
         interval: ``eval.interval_timesteps``.
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
         confirm: How a point that reaches ``target`` is confirmed before the run stops
-            (:meth:`Confirmation.from_config`; default: 10 episodes past 0 regular ones).
+            (:meth:`Confirmation.from_config`); required with a target, which seeds are fresh
+            depending on the regular evaluation's episodes.
         also_stochastic: ``eval.also_stochastic``: at every point, also evaluate the stage trained
             with the policy acting stochastically (``eval_stochastic_return_mean``/``_std``).
     """
@@ -154,6 +155,8 @@ class SequenceLoop:
         self.plan = plan
         self.p = progress
         self.interval = int(interval)
+        if target is not None and confirm is None:
+            raise ValueError("a target (budget.stop_at_return) needs its Confirmation (from_config)")
         self.target = target
         self.confirm = confirm or Confirmation()
         self.also_stochastic = bool(also_stochastic)
