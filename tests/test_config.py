@@ -177,3 +177,19 @@ def test_a_stochastic_evaluation_beside_an_already_stochastic_one_is_refused(
     assert expected in str(err.value) and "eval.also_stochastic" in str(err.value)
     assert "\n" not in str(err.value)
     compose_run_config([*overrides, "eval.also_stochastic=false"])  # fine without it
+
+
+def test_inert_stopping_and_evaluation_keys_leave_the_run_id_alone() -> None:
+    """budget.confirm_episodes without a target and eval.also_stochastic=false change nothing a run
+    computes, so they leave its id (the hash of what determines its numbers) as it was before they
+    existed; with a target, or on, they change it."""
+    from esbench.runner import config_hash
+
+    base = config_hash(compose_run_config(["env=cartpole"]))
+    assert config_hash(compose_run_config(["env=cartpole", "budget.confirm_episodes=20"])) == base
+    assert config_hash(compose_run_config(["env=cartpole", "eval.also_stochastic=false"])) == base
+    target = ["env=cartpole", "budget.stop_at_return=100"]
+    assert config_hash(compose_run_config([*target, "budget.confirm_episodes=20"])) != config_hash(
+        compose_run_config(target)
+    )
+    assert config_hash(compose_run_config(["env=cartpole", "eval.also_stochastic=true"])) != base
