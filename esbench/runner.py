@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from esbench.config.registry import get_algorithm
+from esbench.config.schema import stop_at_return
 from esbench.envs import resolved_env_id
 from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
@@ -91,6 +92,12 @@ def config_hash(cfg: DictConfig) -> str:
     assert isinstance(data, dict)
     if data.get("lm", 0) is None:  # the LM block, unset off env=lm: hashes as before it existed
         del data["lm"]
+    budget = data.get("budget")
+    if isinstance(budget, dict) and stop_at_return(cfg) is None:
+        budget.pop("confirm_episodes", None)  # inert without a target: hashes as before it existed
+    evaluation = data.get("eval")
+    if isinstance(evaluation, dict) and not evaluation.get("also_stochastic", False):
+        evaluation.pop("also_stochastic", None)  # off: hashes as before it existed
     for key in NON_SEMANTIC_KEYS:
         *parents, leaf = key.split(".")
         node: Any = data

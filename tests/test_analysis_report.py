@@ -160,12 +160,12 @@ def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
 def test_stopped_es_runs_count_as_reached_in_every_table_and_claim(tmp_path) -> None:
     """Three ES seeds that stopped at their target (budget.stop_at_return) at t = 500, 750 and 250,
     against two full TRPO runs on Swimmer (targets 25/50/75/100 at TRPO timesteps 250/500/750/1000).
-    Carried forward at their stopping scores, the ES seeds are (0, 50, 100, 100), (0, 40, 80, 110)
-    and (0, 105, 105, 105) on t = (0, 250, 500, 750): mean (0, 65, 95, 105), which reaches 100 at
-    750 (ratio 0.75). The 95% t band (half-width 4.303 sd / sqrt(3)): at 250 sd 35, upper edge 152
-    >= 100 (low 250); at 750 sd 5, lower edge 92.6 < 100, so the upper end is "> 750". Without
-    the carry, the common span would end at t=250 (seed 2's stop) and every cell past 65 would
-    read "> 250"."""
+    For the 100 target each seed counts past its stop as "at or above 100" (held at the target,
+    never at its measured score): (0, 50, 100, 100), (0, 40, 80, 110) and (0, 105, 100, 100) on
+    t = (0, 250, 500, 750): mean (0, 65, 93.3, 103.3), which reaches 100 at 750 (ratio 0.75). The
+    95% t band (half-width 4.303 sd / sqrt(3)): at 250 sd 35, upper edge 152 >= 100 (low 250); at
+    750 sd 5.8, lower edge 89 < 100, so the upper end is "> 750". Were the stops to bound the
+    common span, it would end at t=250 (seed 2's stop) and every cell past 65 would read "> 250"."""
     for seed in (0, 1):
         write_run(tmp_path, "table1", "trpo", "Swimmer-v5", seed, T, 0.1 * T)
     stops = {0: ([0, 250, 500], [0.0, 50.0, 100.0]), 1: ([0, 250, 500, 750], [0.0, 40.0, 80.0, 110.0]),

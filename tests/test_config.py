@@ -50,6 +50,7 @@ def test_every_config_option_composes_and_validates(group: str) -> None:
         ("algo.optimizer=rmsprop", "allowed: adam, sgd, clipup"),
         ("algo.population_size=many", "algo.population_size"),
         ("budget.timesteps=0", "budget.timesteps=0 is out of range"),
+        ("budget.confirm_episodes=5", "budget.confirm_episodes=5: a stop at a target is confirmed on"),
         (
             "budget.stop_at_return_by_env={Hopper-v5:1000}",
             "is a map: add an entry with +budget.stop_at_return_by_env.Hopper-v5=VALUE",
@@ -159,3 +160,36 @@ def test_ars_acts_continuously_where_the_env_file_discretizes_actions_for_the_es
         gym_env.close()
     binned = compose_run_config(["algo=ars", f"env={env}", "policy.action_bins=10"])
     assert binned.policy.action_bins == 10  # the command line still wins
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["algo=dqn", "env=cartpole"], "algo=dqn has no action distribution to sample"),
+        (["algo=a2c", "env=atari"], "eval.policy resolves to sampled for algo=a2c on env.kind=atari"),
+    ],
+)
+def test_a_stochastic_evaluation_beside_an_already_stochastic_one_is_refused(
+    overrides: list[str], expected: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        compose_run_config([*overrides, "eval.also_stochastic=true"])
+    assert expected in str(err.value) and "eval.also_stochastic" in str(err.value)
+    assert "\n" not in str(err.value)
+    compose_run_config([*overrides, "eval.also_stochastic=false"])  # fine without it
+
+
+def test_inert_stopping_and_evaluation_keys_leave_the_run_id_alone() -> None:
+    """budget.confirm_episodes without a target and eval.also_stochastic=false change nothing a run
+    computes, so they leave its id (the hash of what determines its numbers) as it was before they
+    existed; with a target, or on, they change it."""
+    from esbench.runner import config_hash
+
+    base = config_hash(compose_run_config(["env=cartpole"]))
+    assert config_hash(compose_run_config(["env=cartpole", "budget.confirm_episodes=20"])) == base
+    assert config_hash(compose_run_config(["env=cartpole", "eval.also_stochastic=false"])) == base
+    target = ["env=cartpole", "budget.stop_at_return=100"]
+    assert config_hash(compose_run_config([*target, "budget.confirm_episodes=20"])) != config_hash(
+        compose_run_config(target)
+    )
+    assert config_hash(compose_run_config(["env=cartpole", "eval.also_stochastic=true"])) != base

@@ -83,7 +83,8 @@ def test_table1_smoke_report_holds_every_row_the_three_labels_and_the_published_
             assert cells[1] == "InvertedPendulum" and cells[2] == f"{round(100 * p)}%"
             assert fmt_num(published["es_over_trpo"], 3) in cells, (line, published["es_over_trpo"])
             if name == "table1_paper":
-                assert fmt_num(published["trpo_score"], 4) in cells
+                target = fmt_num(published["trpo_score"], 4)
+                assert target in cells or f"{target} †" in cells  # † a target near the ceiling (1000)
                 assert fmt_num(published["es_timesteps"]) in cells
     # The claims in the paper's words, each with its answers, all from the three labels.
     for claim in load_claims():

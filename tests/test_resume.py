@@ -187,3 +187,23 @@ def test_a_sequence_killed_inside_stage_2_resumes_inside_it(family: str, tmp_pat
     assert (straight / "snapshots.npz").read_bytes() == (killed.run_dir / "snapshots.npz").read_bytes()
     for probes in ("probes.npz", "probe_states.npz"):  # the behavioural probes come back from the checkpoint
         assert (straight / probes).read_bytes() == (killed.run_dir / probes).read_bytes()
+
+
+def test_a_run_resumed_before_its_confirmations_confirms_on_the_same_seeds(tmp_path: Path) -> None:
+    """budget.stop_at_return: killed before the points that reach the target, resumed on 2
+    workers, the run takes the same confirmations (same fresh seeds: their count is in the
+    checkpoint) and stops, or trains on, exactly where an uninterrupted run does."""
+    esbench("run", "algo=openai_es", *ES_RUN[:-1], f"results_dir={tmp_path / 'free'}")
+    free, _ = read_run(only_run_dir(tmp_path / "free"))
+    points = free["eval_return_mean"].dropna()
+    target = float(points.iloc[1:].min())  # every later point reaches it: each is confirmed
+    assert target > points.iloc[0], points.tolist()  # the untrained policy does not
+    args = ["algo=openai_es", *ES_RUN, f"budget.stop_at_return={target}"]
+    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
+    assert not pd.read_csv(killed.run_dir / "metrics.csv")["confirmed"].notna().any()  # none yet
+    esbench("run", *args[:-2], "cluster.n_workers=2", args[-1], f"results_dir={tmp_path / 'killed'}")
+    assert_resumed(killed)
+    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+    resumed, _ = read_run(killed.run_dir)
+    assert resumed["confirm_return_mean"].notna().any()

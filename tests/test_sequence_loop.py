@@ -15,7 +15,7 @@ import pytest
 
 from esbench.policies.distribution import CATEGORICAL, ActionDist
 from esbench.training.drift import StageStates
-from esbench.training.ruler import Counters, Stage, StageEval, StagePlan
+from esbench.training.ruler import Confirmation, Counters, Stage, StageEval, StagePlan
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 
@@ -23,13 +23,20 @@ class ScriptedLearner:
     """Returns stage j's score from ``scores[j]``, 7 steps per evaluation, and logits that are the
     parameters' first two entries on every state."""
 
-    def __init__(self, params: np.ndarray, scores: list[float]) -> None:
+    def __init__(self, params: np.ndarray, scores: list[float], confirm: float | None = None) -> None:
         self.theta = params
         self.scores = scores
+        self.confirm = confirm  # a confirmation's score (None: stage 0's regular score)
         self.recorded = 0
+        self.confirmed_on: list[tuple[int, int, int]] = []
 
     def evaluate_stage(self, j: int) -> StageEval:
         return StageEval(f"s{j}", self.scores[j], 0.5, 7)
+
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        self.confirmed_on.append((j, first, episodes))
+        score = self.scores[j] if self.confirm is None else self.confirm
+        return StageEval(f"s{j}", score, 0.25, 3 * episodes)
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         return ActionDist(CATEGORICAL, np.tile(self.theta[:2], (len(states), 1)))
@@ -50,7 +57,8 @@ def _plan(n: int = 2, budget: int = 100) -> StagePlan:
 def _loop(plan: StagePlan, target: float | None = None) -> tuple[SequenceLoop, SequenceProgress]:
     p = SequenceProgress(next_eval_at=50)
     p.snapshots = [np.array([1.0, 0.0, 2.0])]
-    return SequenceLoop(plan, p, interval=50, target=target), p
+    confirm = Confirmation(episodes=10, eval_episodes=0)  # the scripted learner has no seeds of its own
+    return SequenceLoop(plan, p, interval=50, target=target, confirm=confirm), p
 
 
 def test_a_point_evaluates_every_stage_and_updates_the_counters() -> None:
@@ -115,10 +123,62 @@ def test_reaching_the_target_ends_the_run_at_that_stage() -> None:
     learner.scores = [2.5]
     loop.evaluation_point(learner)
     assert p.stopped_at_return and not loop.running
+    assert learner.confirmed_on == [(0, 0, 10)]  # confirmed on 10 seeds past the (zero) regular ones
+    assert p.eval_timesteps == 7 + 7 + 30  # the confirmation's steps count as evaluation
     assert loop.end_stage(learner.params()) is False and p.finished
     summary = loop.summary(Counters(2, p.timesteps, 0, 0, 1.0, 1.0, p.eval_timesteps, 1), learner.params())
     assert summary["stopped_at_return"] is True and summary["final_eval_return"] == 2.5
     assert summary["stage_boundaries"] == [0]
+
+
+def test_a_point_the_confirmation_does_not_back_keeps_training() -> None:
+    """A lucky evaluation above the target is confirmed on fresh seeds before the
+    run stops; when the confirmation misses, the run goes on, the point records both numbers, and
+    the next confirmation plays seeds no earlier evaluation played."""
+    plan = _plan(n=1)
+    p = SequenceProgress(next_eval_at=50)
+    p.snapshots = [np.array([1.0, 0.0, 2.0])]
+    loop = SequenceLoop(plan, p, interval=50, target=2.5, confirm=Confirmation(episodes=12, eval_episodes=5))
+    learner = ScriptedLearner(np.array([1.0, 0.0, 2.0]), [3.0], confirm=2.0)
+    point = loop.evaluation_point(learner)
+    assert loop.running and not p.stopped_at_return
+    assert point.confirm is not None and point.confirm.mean == 2.0
+    (row,) = loop.rows(Counters(0, 0, 0, 0, 0.0, 0.0, p.eval_timesteps, 1), point, {})
+    assert (row["eval_return_mean"], row["confirm_return_mean"], row["confirmed"]) == (3.0, 2.0, 0.0)
+    learner.scores = [2.0]  # below the target: no confirmation taken, nothing recorded
+    point = loop.evaluation_point(learner)
+    assert point.confirm is None
+    (row,) = loop.rows(Counters(0, 0, 0, 0, 0.0, 0.0, p.eval_timesteps, 1), point, {})
+    assert "confirmed" not in row
+    learner.scores, learner.confirm = [2.6], 2.7
+    point = loop.evaluation_point(learner)
+    assert p.stopped_at_return and not loop.running
+    (row,) = loop.rows(Counters(0, 0, 0, 0, 0.0, 0.0, p.eval_timesteps, 1), point, {})
+    assert (row["confirm_return_mean"], row["confirmed"]) == (2.7, 1.0)
+    # seeds eval.seed + 5.. + 16, then + 17.. + 28: past the 5 regular seeds and each other
+    assert learner.confirmed_on == [(0, 5, 12), (0, 17, 12)] and p.confirmations == 2
+
+
+def test_confirmation_seeds_are_fresh_and_a_pure_function_of_the_count() -> None:
+    c = Confirmation(episodes=10, eval_episodes=3)
+    spans = [set(range(c.first(k), c.first(k) + c.episodes)) for k in range(4)]
+    assert min(spans[0]) == 3  # past the regular seeds 0, 1, 2
+    assert all(a.isdisjoint(b) for i, a in enumerate(spans) for b in spans[i + 1 :])
+    assert [c.first(k) for k in range(3)] == [Confirmation(10, 3).first(k) for k in range(3)]
+
+
+def test_a_target_without_its_confirmation_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs its Confirmation"):
+        SequenceLoop(_plan(n=1), SequenceProgress(), interval=50, target=1.0)
+
+
+def test_a_learner_that_cannot_confirm_cannot_stop_at_a_target() -> None:
+    class NoConfirm(ScriptedLearner):
+        confirm_stage = None  # type: ignore[assignment]
+
+    loop, _ = _loop(_plan(n=1), target=1.0)
+    with pytest.raises(TypeError, match="cannot confirm a target"):
+        loop.evaluation_point(NoConfirm(np.zeros(3), [2.0]))
 
 
 def test_rows_of_a_point_and_of_a_step() -> None:

@@ -301,32 +301,59 @@ STOP_RUNS = {
 }
 
 
+CONFIRM_COLUMNS = ["confirm_return_mean", "confirm_return_std", "confirmed"]
+
+
 @pytest.mark.parametrize(
     "algo",
     # RL's stop path also runs by default in test_rl_stop_at_target_reached_by_the_untrained_policy...
     [pytest.param(a, marks=pytest.mark.slow) if a == "a2c" else a for a in sorted(STOP_RUNS)],
 )
-def test_stops_at_the_first_evaluation_at_or_above_the_target(algo: str, tmp_path: Path) -> None:
-    """Issue #15, ES and RL alike: with budget.stop_at_return=v the run ends at the first evaluation
-    >= v, marked in the summary; its rows are the full run's up to that point (stopping changes
-    nothing before it)."""
+def test_stops_at_the_first_confirmed_evaluation_at_or_above_the_target(algo: str, tmp_path: Path) -> None:
+    """ES and RL alike: with budget.stop_at_return=v a point at or above v is confirmed on
+    budget.confirm_episodes fresh seeds, and the run ends at the first point whose confirmation
+    reaches v too (marked in the summary); an unconfirmed point is recorded (confirmed 0) and
+    training goes on. Its rows are the full run's up to the stop (stopping changes nothing before
+    it but the evaluation steps the confirmations took), and the same on 1 and 2 workers."""
     args = [*STOP_RUNS[algo], "env=cartpole", "eval.episodes=3", "tracker=none", "tracker.console=false"]
     esbench("run", *args, f"results_dir={tmp_path / 'full'}")
     full, full_summary = read_run(only_run_dir(tmp_path / "full"))
     assert full_summary["stopped_at_return"] is False and full_summary["stop_at_return"] is None
+    assert full[CONFIRM_COLUMNS].isna().all().all()  # no target: no confirmation
     # A target the evaluations before miss and a later evaluation (not the last) reaches.
     evals = full[full["eval_return_mean"].notna()]
     returns = evals["eval_return_mean"].to_numpy()
     later = [i for i in range(1, len(returns) - 1) if returns[i] > returns[:i].max()]
     assert later, returns
-    hit = evals.index[later[0]]
-    target = float(full.loc[hit, "eval_return_mean"])
-    esbench("run", *args, f"budget.stop_at_return={target}", f"results_dir={tmp_path / 'stop'}")
-    stopped, summary = read_run(only_run_dir(tmp_path / "stop"))
-    assert summary["stopped_at_return"] is True and summary["stop_at_return"] == target
-    assert summary["total_timesteps"] == full.loc[hit, "timesteps"] < full_summary["total_timesteps"]
-    assert summary["final_eval_return"] == target
-    pd.testing.assert_frame_equal(stopped, full.loc[:hit])
+    target = float(evals["eval_return_mean"].iloc[later[0]])
+    runs = {}
+    for workers in [1, 2] if algo == "openai_es" else [1]:
+        out = tmp_path / f"stop{workers}"
+        esbench("run", *args, f"budget.stop_at_return={target}", f"cluster.n_workers={workers}",
+                f"results_dir={out}")  # fmt: skip
+        runs[workers] = read_run(only_run_dir(out))
+    stopped, summary = runs[1]
+    if 2 in runs:
+        pd.testing.assert_frame_equal(runs[2][0], stopped)  # the confirmations too
+        assert runs[2][1]["params_sha256"] == summary["params_sha256"]
+    points = stopped[stopped["eval_return_mean"].notna()]
+    reached = points["eval_return_mean"] >= target
+    assert points.loc[reached, "confirm_return_mean"].notna().all()  # every point at the target confirmed
+    assert points.loc[~reached, CONFIRM_COLUMNS].isna().all().all()  # no other
+    confirmed = points["confirmed"] == 1.0
+    assert (confirmed == (reached & (points["confirm_return_mean"] >= target))).all()
+    assert summary["stop_at_return"] == target
+    assert summary["stopped_at_return"] is bool(confirmed.any())
+    if confirmed.any():  # the run ends at its first confirmed point
+        assert confirmed.sum() == 1 and stopped.index[-1] == points.index[confirmed.to_numpy()][0]
+        assert summary["total_timesteps"] == stopped["timesteps"].iloc[-1] <= full_summary["total_timesteps"]
+    else:  # never confirmed: the whole budget, like the full run
+        assert summary["total_timesteps"] == full_summary["total_timesteps"]
+    assert reached.any()
+    same = [c for c in full.columns if c not in (*CONFIRM_COLUMNS, "eval_timesteps")]
+    pd.testing.assert_frame_equal(stopped[same], full.loc[: stopped.index[-1], same])
+    extra = (stopped["eval_timesteps"] - full.loc[: stopped.index[-1], "eval_timesteps"]).to_numpy()
+    assert (np.diff(extra) >= 0).all() and extra[-1] > 0  # the confirmations' steps, counted as evaluation
 
 
 def test_rl_stop_at_target_reached_by_the_untrained_policy_trains_nothing(tmp_path: Path) -> None:
@@ -388,3 +415,57 @@ def test_wandb_logs_every_stage_under_its_own_namespace(tmp_path: Path) -> None:
     assert foreign and all(set(h) <= {"timesteps", "eval/long_pole/return_mean",
                                       "eval/long_pole/return_std", "_step", "_timestamp", "_runtime"}
                            for h in foreign)  # fmt: skip
+
+
+def test_also_stochastic_adds_a_stochastic_evaluation_and_changes_nothing_else(tmp_path: Path) -> None:
+    """eval.also_stochastic=true: every point also evaluates the stage trained with ES's training
+    action noise (algo.action_noise_std) on the same seeds; the run's other numbers are the run
+    without it (bar the evaluation steps it took), and the timestep-0 value is what the worker's
+    ``eval_stochastic`` task gives for the untrained state."""
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import load_components
+    from esbench.runtime.replica import SyncMessage, state_digest
+    from esbench.runtime.worker import RunContext, RunSpec, evaluate_chunk
+
+    args = ["algo=openai_es", "env=inverted_pendulum", *SMALL[2:], "budget.timesteps=3000",
+            "eval.interval_timesteps=1500", "eval.episodes=3", "tracker=none",
+            "tracker.console=false"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path / 'plain'}")
+    esbench("run", *args, "eval.also_stochastic=true", f"results_dir={tmp_path / 'both'}")
+    plain, _ = read_run(only_run_dir(tmp_path / "plain"))
+    both, _ = read_run(only_run_dir(tmp_path / "both"))
+    stochastic = ["eval_stochastic_return_mean", "eval_stochastic_return_std"]
+    assert plain[stochastic].isna().all().all()
+    points = both["eval_return_mean"].notna()
+    assert (
+        both.loc[points, stochastic].notna().all().all() and both.loc[~points, stochastic].isna().all().all()
+    )
+    same = [c for c in plain.columns if c not in (*stochastic, "eval_timesteps")]
+    pd.testing.assert_frame_equal(both[same], plain[same])
+    assert (both.loc[points, "eval_timesteps"] > plain.loc[points, "eval_timesteps"]).all()
+    load_components()
+    spec = RunSpec.from_config(compose_run_config([*args, "eval.also_stochastic=true"]), "t0-stochastic")
+    state = RunContext(spec).initial_state()
+    msg = SyncMessage(0, state_digest(state))
+    noisy = evaluate_chunk(spec, msg, [0, 1, 2], "eval_stochastic", snapshot=state).returns[:, 0]
+    first = both.iloc[0]
+    assert (first["eval_stochastic_return_mean"], first["eval_stochastic_return_std"]) == (
+        noisy.mean(),
+        noisy.std(),
+    )
+
+
+@pytest.mark.slow
+def test_rl_also_stochastic_samples_the_policy_beside_the_deterministic_evaluation(tmp_path: Path) -> None:
+    """The SB3 side of eval.also_stochastic: actions sampled from the policy (deterministic=False)
+    on the same seeds, on every point's row of the stage trained; nothing else changes."""
+    args = ["algo=a2c", "env=cartpole", "budget.timesteps=2000", "eval.interval_timesteps=1000",
+            "eval.episodes=3", "tracker=none", "tracker.console=false"]  # fmt: skip
+    esbench("run", *args, f"results_dir={tmp_path / 'plain'}")
+    esbench("run", *args, "eval.also_stochastic=true", f"results_dir={tmp_path / 'both'}")
+    plain, _ = read_run(only_run_dir(tmp_path / "plain"))
+    both, _ = read_run(only_run_dir(tmp_path / "both"))
+    stochastic = ["eval_stochastic_return_mean", "eval_stochastic_return_std"]
+    assert both[stochastic].notna().all().all() and plain[stochastic].isna().all().all()
+    same = [c for c in plain.columns if c not in (*stochastic, "eval_timesteps")]
+    pd.testing.assert_frame_equal(both[same], plain[same])

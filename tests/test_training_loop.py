@@ -24,7 +24,7 @@ from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import StageStates
 from esbench.training.learner import Learner
 from esbench.training.loop import walk_stages
-from esbench.training.ruler import Stage, StageEval, StagePlan
+from esbench.training.ruler import Confirmation, Stage, StageEval, StagePlan
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 
@@ -39,6 +39,10 @@ class CountingLearner:
 
     def evaluate_stage(self, j: int) -> StageEval:
         return StageEval(f"s{j}", self.score, 0.0, 5)
+
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        self.calls.append(f"confirm {first}+{episodes}")
+        return StageEval(f"s{j}", self.score, 0.0, 5 * episodes)
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         return ActionDist(CATEGORICAL, np.tile(self.theta[:2], (len(states), 1)))
@@ -80,7 +84,7 @@ def _loop(n_stages: int, target: float | None = None) -> SequenceLoop:
     plan = StagePlan("seq", tuple(Stage(k, f"s{k}", {}, 100) for k in range(n_stages)))
     progress = SequenceProgress(next_eval_at=100)
     progress.snapshots = [np.zeros(3)]
-    return SequenceLoop(plan, progress, interval=100, target=target)
+    return SequenceLoop(plan, progress, interval=100, target=target, confirm=Confirmation(10, 0))
 
 
 def test_the_walk_takes_the_points_boundaries_and_checkpoints_in_order() -> None:
@@ -109,7 +113,7 @@ def test_a_target_reached_at_timestep_0_ends_the_run_without_training() -> None:
     loop = _loop(1, target=1.0)
     learner = CountingLearner(loop, score=5.0)
     walk_stages(loop, learner)
-    assert learner.calls == ["point@0", "end@0", "checkpoint"]
+    assert learner.calls == ["confirm 0+10", "point@0", "end@0", "checkpoint"]
     assert loop.p.stopped_at_return and loop.p.finished
 
 

@@ -31,22 +31,33 @@ def mean_curve(
         y: y column.
         rng: Generator passed to :func:`~esbench.analysis.stats.mean_ci` (95% Student-t band);
             None skips the band (low/high NaN).
-        stopped: run_ids that ended at their target score (``budget.stop_at_return``): carried
-            forward at their stopping score to the end of the others (their end does not cut the
-            curve short; :func:`esbench.analysis.stats.interpolate_runs`).
+        stopped: run_ids that ended at their target score (``budget.stop_at_return``): their end
+            does not cut the curve short, and nothing is held for them past it
+            (:func:`esbench.analysis.stats.interpolate_runs`): past a stop the mean and its band
+            are over the runs still measured there, and ``n_seeds`` says how many.
 
     Returns:
-        DataFrame of shape (n_grid, 5) with columns :data:`CURVE_COLUMNS`.
+        DataFrame of shape (n_grid, 5) with columns :data:`CURVE_COLUMNS`; ``n_seeds`` is the
+        number of runs measured at each point.
     """
-    grid, values, run_ids = interpolate_runs(curves, x=x, y=y, carry=stopped)
+    grid, values, _ = interpolate_runs(curves, x=x, y=y, carry=stopped)
     if values.size == 0:
         return pd.DataFrame(columns=list(CURVE_COLUMNS))
-    mean = values.mean(axis=0)
-    if rng is None:
-        low = high = np.full_like(mean, np.nan)
-    else:
-        _, low, high = mean_ci(values, rng)
-    return pd.DataFrame({"x": grid, "mean": mean, "low": low, "high": high, "n_seeds": len(run_ids)})
+    measured = np.isfinite(values)
+    n = measured.sum(axis=0)
+    full = n == values.shape[0]
+    mean = np.full(values.shape[1], np.nan)
+    low, high = mean.copy(), mean.copy()
+    if full.any():
+        mean[full] = values[:, full].mean(axis=0)
+        if rng is not None:
+            _, low[full], high[full] = mean_ci(values[:, full], rng)
+    for j in np.flatnonzero(~full & (n > 0)):  # past a stop: the runs still measured
+        column = values[measured[:, j], j]
+        mean[j] = column.mean()
+        if rng is not None:
+            _, low[j], high[j] = mean_ci(column, rng)
+    return pd.DataFrame({"x": grid, "mean": mean, "low": low, "high": high, "n_seeds": n})
 
 
 def aggregate_curves(
@@ -58,7 +69,7 @@ def aggregate_curves(
     stopped: Collection[object] | None = None,
 ) -> pd.DataFrame:
     """:func:`mean_curve` for every condition of ``by`` (groups in sorted order, so the shared
-    Generator is consumed reproducibly); ``stopped`` run_ids are carried forward (see there).
+    Generator is consumed reproducibly); ``stopped`` run_ids do not cut curves short (see there).
 
     Returns:
         Tidy DataFrame: the ``by`` columns then :data:`CURVE_COLUMNS`.

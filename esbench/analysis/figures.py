@@ -178,9 +178,9 @@ def plot_learning_curves(
         title: Figure title.
         series: Columns naming one line; the first must be ``algo`` (it sets the colour), the
             others (e.g. ``frame_skip``, ``workers``) set the line style.
-        stopped: run_ids that ended at their target score (``budget.stop_at_return``): drawn at
-            their stopping score from their stop to the end of the other seeds, so that an early
-            stopper does not cut its condition's curve short.
+        stopped: run_ids that ended at their target score (``budget.stop_at_return``): their
+            stop does not cut their condition's curve short, nothing is drawn for them past it
+            (the mean there is over the runs still measured), and a marker shows each stop.
         per_seed: Also draw each seed's own curve, thin, to its own end (default: for wall-clock,
             where seeds end at different times and the mean stops at the first to end).
 
@@ -212,10 +212,21 @@ def plot_learning_curves(
                 k = extras.index(rest) if rest in extras else 0
                 style = styles[k % len(styles)]
                 _band(ax, curve, algo_color(algo), label, linestyle=style)
+                mine = curves[curves["env_id"] == env_id]
+                for c, v in zip(series, key, strict=True):
+                    mine = mine[mine[c] == v]
+                stops = mine[mine["run_id"].isin(set(stopped or ()))].dropna(subset=[x, "eval_return_mean"])
+                if not stops.empty:  # each stopped run's last (confirmed) point
+                    ends = stops.sort_values(x, kind="stable").groupby("run_id", sort=True).last()
+                    ax.plot(
+                        ends[x].to_numpy(float),
+                        ends["eval_return_mean"].to_numpy(float),
+                        color=algo_color(algo),
+                        marker="v",
+                        linestyle="none",
+                        label="_nolegend_",
+                    )
                 if per_seed:
-                    mine = curves[curves["env_id"] == env_id]
-                    for c, v in zip(series, key, strict=True):
-                        mine = mine[mine[c] == v]
                     for _, run in mine.sort_values(x, kind="stable").groupby("run_id", sort=True):
                         ax.plot(
                             run[x].to_numpy(float),

@@ -224,10 +224,42 @@ def _curve_figures(
                 )
             if stopped_runs(results):
                 caption += (
-                    "; a run that stopped at its target score (budget.stop_at_return) is held at that "
-                    "score from its stop to the end of the other seeds"
+                    "; a triangle marks each run that stopped at its target score "
+                    "(budget.stop_at_return, confirmed on fresh evaluation seeds): nothing is drawn "
+                    "or averaged for it past its stop, where the mean is over the runs still training"
                 )
             out.append(_figure_md(paths, root, caption))
+    return out
+
+
+def _final_scores(results: Results, runs: pd.DataFrame, stopped: set[object]) -> np.ndarray:
+    """Each run's final score: its last evaluation, or for a run that stopped at its target, the
+    mean of the confirmation that stopped it (fresh seeds; the evaluation that triggered the stop
+    was selected for being at or above the target, so it overstates the policy)."""
+    scores = runs["final_eval_return"].to_numpy(float).copy()
+    curves = results.curves
+    if not stopped or "confirm_return_mean" not in curves.columns:
+        return scores
+    confirmed = curves.dropna(subset=["confirm_return_mean"]).sort_values("timesteps", kind="stable")
+    last = confirmed.groupby("run_id", sort=True)["confirm_return_mean"].last()
+    for i, run_id in enumerate(runs["run_id"]):
+        if run_id in stopped and run_id in last.index:
+            scores[i] = float(last[run_id])
+    return scores
+
+
+def _final_stochastic(results: Results, runs: pd.DataFrame) -> np.ndarray:
+    """Each run's last stochastic evaluation (``eval.also_stochastic``: the policy sampled, or ES
+    with its training action noise), NaN for a run without one."""
+    curves = results.curves
+    out = np.full(len(runs), np.nan)
+    if "eval_stochastic_return_mean" not in curves.columns:
+        return out
+    rows = curves.dropna(subset=["eval_stochastic_return_mean"]).sort_values("timesteps", kind="stable")
+    last = rows.groupby("run_id", sort=True)["eval_stochastic_return_mean"].last()
+    for i, run_id in enumerate(runs["run_id"]):
+        if run_id in last.index:
+            out[i] = float(last[run_id])
     return out
 
 
@@ -235,12 +267,22 @@ def _summary_table(
     results: Results, root: Path, rng: np.random.Generator, by: Sequence[str], partial: set
 ) -> str:
     """Per-condition summary of the complete runs (seeds, final score with CI, budget, speed), with
-    how many runs stopped at their target score (their final evaluation is that score)."""
+    how many runs stopped at their target score (their final score is their confirmation's:
+    :func:`_final_scores`)."""
     stopped = stopped_runs(results)
     rows = []
+    differs = False  # a stochastic evaluation that differs from the deterministic one somewhere
     for key, g in results.complete.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        mean, low, high = mean_ci(g["final_eval_return"].to_numpy(float), rng)
+        finals = _final_scores(results, g, stopped)
+        mean, low, high = mean_ci(finals, rng)
+        noisy = _final_stochastic(results, g)
+        extra = {}
+        if np.isfinite(noisy).all():
+            s_mean, s_low, s_high = mean_ci(noisy, rng)
+            extra = {"stochastic_return": float(s_mean), "stochastic_low": float(s_low),
+                     "stochastic_high": float(s_high)}  # fmt: skip
+            differs = differs or not np.array_equal(noisy, g["final_eval_return"].to_numpy(float))
         rows.append(
             {
                 **dict(zip(by, key, strict=True)),
@@ -248,6 +290,7 @@ def _summary_table(
                 "final_eval_return": float(mean),
                 "ci_low": float(low),
                 "ci_high": float(high),
+                **extra,
                 "total_timesteps": float(g["total_timesteps"].astype(float).mean()),
                 "wall_clock_s": float(g["wall_clock_s"].astype(float).mean()),
                 "steps_per_s": float(g["steps_per_s"].astype(float).mean()),
@@ -276,13 +319,30 @@ def _summary_table(
         }
     )
     notes = "Mean over seeds of each run's final evaluation (deterministic policy, fixed evaluation seeds)."
+    if differs:
+        display["Final stochastic return [95% CI]"] = [
+            "—" if not np.isfinite(m) else
+            f"{fmt_num(m, 4)} [{fmt_num(lo, 3)}, {fmt_num(hi, 3)}]" if np.isfinite(lo) else fmt_num(m, 4)
+            for m, lo, hi in zip(data["stochastic_return"], data["stochastic_low"], data["stochastic_high"],
+                                 strict=True)
+        ]  # fmt: skip
+        notes += (
+            " Final stochastic return: the same seeds with the policy acting stochastically "
+            "(eval.also_stochastic: RL samples its policy, as the paper's TRPO scores were measured; "
+            "ES adds its training action noise, algo.action_noise_std), shown where it differs."
+        )
+    else:
+        data = data.drop(columns=[c for c in ("stochastic_return", "stochastic_low", "stochastic_high")
+                                  if c in data.columns])  # fmt: skip
     if stopped:
         display["Stopped at target"] = [
             f"{k}/{n}" for k, n in zip(data["n_stopped"], data["n_seeds"], strict=True)
         ]
         notes += (
             " Stopped at target: runs that ended at their first evaluation at or above "
-            "budget.stop_at_return (reached, not cut short); their timesteps are the stopping point."
+            "budget.stop_at_return that a confirmation on fresh evaluation seeds (at least 10 "
+            "episodes) reached too (reached, not cut short); their timesteps are the stopping point "
+            "and their final score is the confirmation's mean."
         )
     if data["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."

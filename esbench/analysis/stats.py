@@ -320,6 +320,28 @@ def iqm_ci(
     return point, float(low), float(high)
 
 
+#: The column :func:`reach_scores` adds: what a point certifies for a time to target.
+REACH_COLUMN = "reach_return"
+
+
+def reach_scores(curves: pd.DataFrame) -> pd.DataFrame:
+    """``curves`` with :data:`REACH_COLUMN`: the score a point certifies for a time to target.
+
+    It is ``eval_return_mean``, except where the run confirmed that point on fresh evaluation
+    seeds (``confirm_return_mean``, taken when a run with ``budget.stop_at_return`` reached its
+    target: :class:`esbench.training.ruler.Confirmation`), where it is the lower of the two: a
+    point reaches a target only when its confirmation does too, so a time to the stopping target
+    is the first confirmed point, never a lucky evaluation the confirmation did not back.
+    """
+    out = curves.copy()
+    score = out["eval_return_mean"].astype(float)
+    if "confirm_return_mean" in out.columns:
+        confirm = out["confirm_return_mean"].astype(float)
+        score = score.where(confirm.isna(), np.minimum(score, confirm))
+    out[REACH_COLUMN] = score
+    return out
+
+
 def common_grid(xs: Sequence[np.ndarray], open_ended: Sequence[bool] | None = None) -> np.ndarray:
     """The union of the runs' x values inside the range every run covers.
 
@@ -355,29 +377,31 @@ def interpolate_runs(
     y: str = "eval_return_mean",
     grid: np.ndarray | None = None,
     carry: Collection[object] | None = None,
+    held: float = float("nan"),
 ) -> tuple[np.ndarray, np.ndarray, list[object]]:
-    """Put each run's curve on one x grid by linear interpolation (no extrapolation, except that
-    the runs of ``carry`` hold their last value past their end).
+    """Put each run's curve on one x grid by linear interpolation (no extrapolation; the runs of
+    ``carry`` hold ``held`` past their end).
 
     A run that ended at its target score (``budget.stop_at_return``) is not cut short by chance:
-    it stopped because it got there. Passing its run_id in ``carry`` keeps it at its stopping score
-    to the end of the grid, and its end no longer bounds the default grid, so one early stopper
-    does not truncate the other seeds' curves. Read the carried part as "stayed at the stopping
-    score": for scores above it the run is censored at its stop (see
-    :func:`esbench.analysis.verdicts.time_to_target`, which carries a run only for targets at or
-    below its stopping score).
+    it stopped because it got there. Passing its run_id in ``carry`` takes its end out of the
+    bounds of the default grid, so one early stopper does not truncate the other seeds' curves.
+    Past its stop it holds ``held``, which is never a measurement: NaN by default (nothing: means
+    and bands past the stop are over the runs still measured, :func:`esbench.analysis.curves.mean_curve`),
+    or a number a caller can justify, such as the target a run reached for a time to that target
+    (:func:`esbench.analysis.verdicts.time_to_target`: "at or above it", its least value).
 
     Args:
         curves: Curve-table rows of one condition (several runs, e.g. one algo on one env).
         x: Column of the x axis (``timesteps``, ``wall_clock_s``, ``frames``, ...).
         y: Column of the y axis.
         grid: x values to interpolate at; default :func:`common_grid` of the runs.
-        carry: run_ids carried forward at their last value past their last x.
+        carry: run_ids whose end does not bound the grid, holding ``held`` past their last x.
+        held: What a carried run holds past its end (NaN: nothing).
 
     Returns:
         (grid, values, run_ids): grid of shape (n_grid,), values of shape (n_runs, n_grid)
-        (NaN outside a run's own x range, except after the end of a carried run), and the run ids
-        in row order (sorted by seed).
+        (NaN outside a run's own x range, and ``held`` after the end of a carried run), and the
+        run ids in row order (sorted by seed).
     """
     carry = set(carry or ())
     runs = []
@@ -393,7 +417,7 @@ def interpolate_runs(
     values = np.full((len(runs), len(grid)), np.nan)
     for i, (run_id, xv, yv) in enumerate(runs):
         if len(xv):
-            right = yv[-1] if run_id in carry else np.nan
+            right = held if run_id in carry else np.nan
             values[i] = np.interp(grid, xv, yv, left=np.nan, right=right)
     return np.asarray(grid, dtype=float), values, [r[0] for r in runs]
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from esbench.analysis.ceiling import ceiling_columns, ceiling_note, load_best_known
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.load import is_es
 from esbench.analysis.tables import fmt_num, write_table
@@ -48,6 +49,8 @@ TABLE1_COLUMNS: tuple[str, ...] = (
     "init",
     "final",
     "target",
+    "best_known",
+    "near_ceiling",
     "rl_timesteps",
     "es_timesteps",
     "es_low",
@@ -236,6 +239,7 @@ def table1(
 
     del rng
     claims = load_claims() if claims is None else claims
+    best = load_best_known()
     partial = partial or set()
     stopped = stopped or set()
     ref: dict[tuple[str, float], float] = {}
@@ -291,6 +295,7 @@ def table1(
                         "init": init,
                         "final": final,
                         "target": float(target),
+                        **ceiling_columns(str(env_id), float(target), best),
                         "rl_timesteps": rl_t,
                         "es_timesteps": es_t,
                         "es_low": tt.low,
@@ -334,7 +339,7 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
         {
             "Environment": [f"{r.env_name}{' *' if r.partial else ''}" for r in table.itertuples()],
             "% TRPO progress": [f"{round(100 * p)}%" for p in table["progress_fraction"]],
-            "Target score": [fmt_num(v, 4) for v in table["target"]],
+            "Target score": _target_cells(table),
             "TRPO timesteps": [fmt_num(v) for v in table["rl_timesteps"]],
             "ES timesteps [95% CI]": [
                 _es_cell(r.es_timesteps, r.es_low, r.es_high, r.es_last_timesteps) for r in table.itertuples()
@@ -353,6 +358,15 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
     if table["es_algo"].nunique() > 1:
         out.insert(1, "ES", table["es_algo"].tolist())
     return out
+
+
+def _target_cells(table: pd.DataFrame) -> list[str]:
+    """Target scores, marked ``†`` where within 5% of the task's best known return
+    (:mod:`esbench.analysis.ceiling`)."""
+    return [
+        f"{fmt_num(v, 4)}{' †' if near else ''}"
+        for v, near in zip(table["target"], table["near_ceiling"], strict=True)
+    ]
 
 
 def _claim_cells(table: pd.DataFrame) -> list[str]:
@@ -398,6 +412,7 @@ def write_table1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
             " Where a run stopped at a score below a target, it is censored at its stop for that "
             "target (X is then that stop)."
         )
+    notes += ceiling_note(table[table["near_ceiling"].astype(bool)])
     if table["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."
     return write_table(
@@ -418,6 +433,8 @@ PAPER_COLUMNS: tuple[str, ...] = (
     "es_algo",
     "progress_fraction",
     "target",
+    "best_known",
+    "near_ceiling",
     "paper_trpo_timesteps",
     "paper_es_timesteps",
     "paper_ratio",
@@ -466,6 +483,7 @@ def table1_paper(
 
     del rng
     claims = load_claims() if claims is None else claims
+    best = load_best_known()
     partial = partial or set()
     rows = []
     for env_id, env in curves.groupby("env_id", sort=True):
@@ -492,6 +510,7 @@ def table1_paper(
                         "es_algo": es_algo,
                         "progress_fraction": float(r.progress_fraction),
                         "target": float(r.trpo_score),
+                        **ceiling_columns(str(env_id), float(r.trpo_score), best),
                         "paper_trpo_timesteps": trpo_t,
                         "paper_es_timesteps": es_t,
                         "paper_ratio": float(r.es_over_trpo),
@@ -537,7 +556,7 @@ def display_table1_paper(table: pd.DataFrame) -> pd.DataFrame:
         {
             "Environment": [f"{r.env_name}{' *' if r.partial else ''}" for r in table.itertuples()],
             "% TRPO progress": [f"{round(100 * p)}%" for p in table["progress_fraction"]],
-            "Target (paper's TRPO)": [fmt_num(v, 4) for v in table["target"]],
+            "Target (paper's TRPO)": _target_cells(table),
             "ES timesteps, ours [95% CI]": table["es_text"].tolist(),
             "ES timesteps, paper": [fmt_num(v) for v in table["paper_es_timesteps"]],
             "Ours / paper ES": [
@@ -575,6 +594,7 @@ def write_table1_paper(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Pa
             " Where a run stopped at a score below a target, it is censored at its stop for that "
             "target (X is then that stop)."
         )
+    notes += ceiling_note(table[table["near_ceiling"].astype(bool)])
     if table["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."
     return write_table(

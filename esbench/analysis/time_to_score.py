@@ -14,7 +14,9 @@ replacement, one seeded Generator, :func:`esbench.analysis.verdicts.resample_med
 or interval end that is +inf (the median seed never got there) is shown censored, ``"> x"``, with
 x the longest run's budget. A run that stopped at its target score (``budget.stop_at_return``)
 reached every score up to it at its stopping point, like any run; above it, it is censored at its
-stop.
+stop. A point confirmed on fresh evaluation seeds before a stop counts at the lower of its
+evaluation and its confirmation (:func:`esbench.analysis.stats.reach_scores`), and nothing held
+after a stop enters the mean curves that set the common score.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pandas as pd
 
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.figures import algo_label
+from esbench.analysis.stats import REACH_COLUMN, reach_scores
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.verdicts import percentile_interval, resample_medians
 
@@ -94,8 +97,8 @@ def time_to_common_score(
             ``env_id``, ``run_id``, ``timesteps``, ``wall_clock_s``, ``eval_return_mean``).
         series: Column that names the compared conditions (default ``algo``).
         rng: Generator of the bootstrap resamples; default ``default_rng(0)``.
-        stopped: run_ids that ended at their target score (carried forward in the mean curves that
-            set the common score, :func:`esbench.analysis.curves.mean_curve`).
+        stopped: run_ids that ended at their target score (their end does not cut short the mean
+            curves that set the common score, :func:`esbench.analysis.curves.mean_curve`).
 
     Returns:
         DataFrame with columns :data:`TIME_TO_SCORE_COLUMNS`; empty when no environment has at
@@ -115,8 +118,8 @@ def time_to_common_score(
         target = min(best) if best else nan
         for name, g in groups.items():
             steps, secs, budgets_t, budgets_s = [], [], [], []
-            for _, run in g.sort_values("timesteps").groupby("run_id", sort=True):
-                y = run["eval_return_mean"].to_numpy(float)
+            for _, run in reach_scores(g.sort_values("timesteps")).groupby("run_id", sort=True):
+                y = run[REACH_COLUMN].to_numpy(float)  # a confirmed point: the lower of the two
                 t = first_reach(run["timesteps"].to_numpy(float), y, target)
                 s = first_reach(run["wall_clock_s"].to_numpy(float), y, target)
                 steps.append(np.inf if np.isnan(t) else t)

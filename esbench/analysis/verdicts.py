@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from esbench.analysis.stats import N_RESAMPLES, interpolate_runs
+from esbench.analysis.stats import N_RESAMPLES, REACH_COLUMN, interpolate_runs, reach_scores
 from esbench.analysis.tables import fmt_num
 
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
@@ -161,8 +161,12 @@ def time_to_target(
         curves: Curve-table rows (columns run_id, seed, ``x``, eval_return_mean).
         target: The score to reach.
         rng: Unused (the t band draws nothing); kept so every interval function takes one.
-        stopped: run_ids that ended at a target score: carried forward at their last value for
-            targets at or below it (reached), censored at their stop for higher ones.
+        stopped: run_ids that ended at a target score: for targets at or below the score they
+            stopped at, held at the target itself past their stop ("at or above it": the least
+            value it certifies, never the measured score), censored at their stop for higher ones.
+            A point a run confirmed on fresh seeds counts at the lower of its evaluation and its
+            confirmation (:func:`~esbench.analysis.stats.reach_scores`): the time to the stopping
+            target is the first confirmed point.
         x: The x column.
         n_resamples: Unused (as ``rng``).
         confidence: Nominal level of the interval (``sqrt(0.95)`` for one side of a ratio whose
@@ -174,9 +178,12 @@ def time_to_target(
     if xs.size == 0:
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
     tol = 1e-9 * max(1.0, abs(target))
+    curves = reach_scores(curves)
     ends = _stopping_scores(curves, stopped or set(), x)
     reached = {r for r, v in ends.items() if v >= target - tol}
-    grid, values, _ = interpolate_runs(curves, x=x, grid=np.unique(xs), carry=reached)
+    grid, values, _ = interpolate_runs(
+        curves, x=x, y=REACH_COLUMN, grid=np.unique(xs), carry=reached, held=float(target)
+    )
     below = len(ends) - len(reached)
     covered = np.all(np.isfinite(values), axis=0)
     grid, values = grid[covered], values[:, covered]
@@ -334,9 +341,10 @@ def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
 
 
 def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, float]:
-    """The last evaluation return (the score it stopped at) of each run of ``curves`` in ``stopped``."""
-    rows = curves[curves["run_id"].isin(stopped)].dropna(subset=[x, "eval_return_mean"])
-    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)["eval_return_mean"].last()
+    """The score each run of ``curves`` in ``stopped`` stopped at: its last point's
+    :data:`~esbench.analysis.stats.REACH_COLUMN` (``curves`` from :func:`reach_scores`)."""
+    rows = curves[curves["run_id"].isin(stopped)].dropna(subset=[x, REACH_COLUMN])
+    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)[REACH_COLUMN].last()
     return {r: float(v) for r, v in last.items()}
 
 

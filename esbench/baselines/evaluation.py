@@ -214,6 +214,7 @@ def evaluate(
     protocol: EvalProtocol = DETERMINISTIC,
     run_seed: int = 0,
     timestep: int = 0,
+    first: int = 0,
 ) -> tuple[float, float, int]:
     """Play ``episodes`` seeded episodes with ``model`` acting as ``protocol`` says.
 
@@ -230,13 +231,15 @@ def evaluate(
         protocol: How the policy acts (:func:`esbench.config.eval_protocol.eval_protocol`).
         run_seed: ``cfg.seed``: with ``timestep`` and ``k``, names episode ``k``'s random stream.
         timestep: The training timestep at which this evaluation happens.
+        first: Play episodes ``first .. first + episodes - 1`` (reset seeds and random streams
+            both), not ``0 ..``: a confirmation's fresh seeds (:class:`esbench.training.ruler.Confirmation`).
 
     Returns:
         ``(mean return, std of returns, environment steps)`` over the episodes.
     """
     returns: list[float] = []
     steps = 0
-    for k in range(episodes):
+    for k in range(int(first), int(first) + episodes):
         rng = generator(run_seed, EVAL_ACTIONS, timestep, k)
         actor = EvalActor(model, env.action_space, vec_normalize, protocol, rng)
         episode = run_episode(env, actor, seed + k)

@@ -136,6 +136,7 @@ def check_eval_policy(cfg: Any) -> None:
     """
     policy = str(_get(cfg.eval, "policy", "auto"))
     algo = str(cfg.algo.name)
+    check_also_stochastic(cfg)
     if policy in ("auto", "deterministic"):
         return
     if family_of(algo) == "es":
@@ -147,4 +148,29 @@ def check_eval_policy(cfg: Any) -> None:
         raise ConfigError(
             f"eval.policy=sampled: algo={algo} has no action distribution to sample (a Q-network); "
             "allowed: eval.policy=auto, deterministic or epsilon_greedy"
+        )
+
+
+def check_also_stochastic(cfg: Any) -> None:
+    """``eval.also_stochastic`` adds a stochastic evaluation beside a deterministic one: refused
+    where the main protocol is already stochastic (nothing to compare) and for a value-based
+    baseline (no action distribution to sample).
+
+    Raises:
+        ConfigError: One line naming ``eval.also_stochastic`` and what to set instead.
+    """
+    if not bool(_get(cfg.eval, "also_stochastic", False)):
+        return
+    algo = str(cfg.algo.name)
+    if family_of(algo) != "es" and is_value_based(algo):
+        raise ConfigError(
+            f"eval.also_stochastic=true: algo={algo} has no action distribution to sample (a "
+            "Q-network); allowed: eval.also_stochastic=false"
+        )
+    protocol = eval_protocol(cfg)
+    if protocol.policy != "deterministic":
+        raise ConfigError(
+            f"eval.also_stochastic=true: eval.policy resolves to {protocol.label} for algo={algo} on "
+            f"env.kind={cfg.env.kind}, already stochastic; allowed: eval.policy=deterministic with "
+            "eval.also_stochastic=true, or eval.also_stochastic=false"
         )

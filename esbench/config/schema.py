@@ -139,6 +139,10 @@ class BudgetConfig:
     # names this run's env.
     stop_at_return: float | None = None
     stop_at_return_by_env: dict[str, float] = field(default_factory=dict)
+    # A point at or above the target is confirmed on this many fresh evaluation seeds before the
+    # run stops there (esbench.training.ruler.Confirmation; at least 10). Without a target it
+    # changes nothing, and the run id leaves it out.
+    confirm_episodes: int = 10
 
 
 @dataclass
@@ -158,6 +162,12 @@ class EvalConfig:
     seed: int = _c(1_000_000, ge=0)  # episode k is reset with seed + k, every time, for every algo
     policy: str = _c("auto", choices=("auto", "deterministic", "sampled", "epsilon_greedy"))
     epsilon: float = _c(0.05, ge=0.0, le=1.0)  # epsilon_greedy: chance of a uniform random action
+    # Also evaluate the stage trained acting stochastically, at every point, on the same seeds
+    # (eval_stochastic_return_mean): RL samples its policy (SB3 deterministic=False, how the
+    # paper's TRPO targets were measured); ES adds Gaussian action noise of algo.action_noise_std
+    # (the paper's training noise, continuous actions only). eval.policy stays the main protocol
+    # and must not already be stochastic. False changes nothing, and the run id leaves it out.
+    also_stochastic: bool = False
 
 
 @dataclass

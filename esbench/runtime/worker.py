@@ -29,7 +29,15 @@ from esbench.policies.mlp import BatchedMLP, MLPPolicy
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
 from esbench.strategies import ESState, Population, Strategy, make_strategy
-from esbench.utils.seeding import ACTION_NOISE, ENV_RESET, INIT_PARAMS, OBS_STATS, derive_seed, generator
+from esbench.utils.seeding import (
+    ACTION_NOISE,
+    ENV_RESET,
+    EVAL_ACTIONS,
+    INIT_PARAMS,
+    OBS_STATS,
+    derive_seed,
+    generator,
+)
 
 if TYPE_CHECKING:  # the CNN (and torch, ~2 s to import) only for Atari runs: MLP rollouts need no torch
     from esbench.policies.cnn import BatchedCNN
@@ -296,7 +304,10 @@ def evaluate_chunk(
             (``mode="eval"``).
         mode: ``"train"``: each member at params +/- sigma*eps_i with action noise, reset seeds
             from (seed, generation, member); ``"eval"``: the noiseless policy on the fixed
-            evaluation seeds ``eval_seed + k``, no action noise.
+            evaluation seeds ``eval_seed + k``, no action noise; ``"eval_stochastic"``: the same
+            episodes with Gaussian action noise of the training's std (``algo.action_noise_std``,
+            the paper's 0.01; continuous actions only) from the stream (seed, EVAL_ACTIONS,
+            generation, k): the policy acting stochastically (``eval.also_stochastic``).
         snapshot: a full state, sent only when the worker reported it could not catch up.
         stage: which stage's environment to play (``spec.stage_envs``; 0 for a run of one stage):
             the stage trained (``"train"``) or the stage evaluated (``"eval"``).
@@ -313,8 +324,16 @@ def evaluate_chunk(
     if state.obs is not None:
         policy.set_obs_stats(state.obs.mean, state.obs.std)
     g = state.generation
-    if mode == "eval":
-        jobs = [EpisodeJob(state.es.params, spec.eval_seed + int(k)) for k in idx]
+    if mode in ("eval", "eval_stochastic"):
+        std = float(ctx.algo.action_noise_std) if mode == "eval_stochastic" else 0.0
+        jobs = [
+            EpisodeJob(
+                state.es.params,
+                spec.eval_seed + int(k),
+                (generator(spec.seed, EVAL_ACTIONS, g, int(k)), std) if std > 0 else None,
+            )
+            for k in idx
+        ]
         eps = ctx.play(jobs, evaluation=True)
         return ChunkResult(
             idx,

@@ -46,7 +46,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "cpu_s",  # cumulative CPU-seconds spent by the rollouts/learner (all workers)
     "train_return_mean",  # mean undiscounted return of training episodes in this step
     "train_return_max",  # best training-episode return in this step
-    "eval_return_mean",  # mean return of the deterministic policy on the fixed evaluation seeds
+    "eval_return_mean",  # mean return on the fixed evaluation seeds, acting as eval.policy says
     "eval_return_std",  # its standard deviation over evaluation episodes
     "eval_timesteps",  # cumulative environment steps spent on evaluation (not counted in timesteps)
     "steps_per_s",  # training throughput: timesteps / wall_clock_s
@@ -76,6 +76,17 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "prior_accuracy",  # task A (the prior capability): held-out accuracy, greedy
     "prior_loss",  # task A: held-out cross-entropy per answer token, teacher forced
     "prior_kl",  # KL(task-A model || model) of next-token distributions on task-A answer positions
+    # Stop at a target (budget.stop_at_return; esbench.training.ruler.Confirmation): on the row
+    # evaluating the stage trained, at a point whose eval_return_mean reached the target, the same
+    # parameters on budget.confirm_episodes fresh evaluation seeds. Empty at every other point.
+    "confirm_return_mean",  # mean return of the confirmation episodes
+    "confirm_return_std",  # their standard deviation
+    "confirmed",  # 1: the confirmation reached the target too (the run stopped here); 0: it did not
+    # eval.also_stochastic: on the row evaluating the stage trained, at every point, the same seeds
+    # with the policy acting stochastically (RL: sampled; ES: Gaussian action noise of
+    # algo.action_noise_std). Empty without it.
+    "eval_stochastic_return_mean",
+    "eval_stochastic_return_std",
 )
 
 #: Columns that depend on where and how fast a run executes, not on what it computes: a run

@@ -50,7 +50,15 @@ from esbench.training.drift import (
     write_stage_states,
 )
 from esbench.training.loop import walk_stages
-from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
+from esbench.training.ruler import (
+    Confirmation,
+    Counters,
+    Stage,
+    StageEval,
+    StagePlan,
+    stage_plan,
+    write_snapshots,
+)
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 log = logging.getLogger(__name__)
@@ -119,7 +127,15 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     else:
         state, prog = master.initial_state(), Progress(next_eval_at=interval)
         prog.snapshots = [state.es.params.copy()]
-    loop = SequenceLoop(plan, prog, interval, stop_at_return(cfg), probes=True)
+    loop = SequenceLoop(
+        plan,
+        prog,
+        interval,
+        stop_at_return(cfg),
+        Confirmation.from_config(cfg),
+        bool(cfg.eval.also_stochastic),
+        probes=True,
+    )
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         learner = ESLearner(cfg, store, logger, loop, master, client, MemberEvaluator(client, spec), state)
@@ -284,9 +300,23 @@ class ESLearner:
     # --- an evaluation point ----------------------------------------------------------------------
     def evaluate_stage(self, j: int) -> StageEval:
         """Stage ``j``'s fixed evaluation seeds on the workers; their CPU time is the run's."""
-        (mean, std), steps, cpu = _evaluate(self.evaluate, self.state, self.prog, self.cfg, self.workers, j)
+        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes))
+
+    def confirm_stage(self, j: int, first: int, episodes: int, mode: str = "eval") -> StageEval:
+        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k`` (``k < episodes``) on the
+        workers (the regular evaluation: ``first`` 0); their CPU time is the run's. ``mode``
+        ``eval_stochastic`` adds the training's action noise (:func:`evaluate_chunk`)."""
+        members = list(range(int(first), int(first) + int(episodes)))
+        (mean, std), steps, cpu = _evaluate(
+            self.evaluate, self.state, self.prog, members, self.workers, j, mode
+        )
         self.prog.cpu_s += cpu
         return StageEval(self.plan.stages[j].name, mean, std, steps)
+
+    def evaluate_stochastic(self, j: int) -> StageEval:
+        """Stage ``j``'s fixed evaluation seeds with Gaussian action noise of
+        ``algo.action_noise_std`` (``eval.also_stochastic``)."""
+        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes), mode="eval_stochastic")
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         """The action distributions of the state's policy (its own observation statistics)."""
@@ -381,15 +411,18 @@ def _evaluate(
     evaluate: MemberEvaluator,
     state: TrainerState,
     prog: Progress,
-    cfg: DictConfig,
+    episodes: list[int],
     workers: int,
     stage: int = 0,
+    mode: str = "eval",
 ) -> tuple[tuple[float, float], int, float]:
-    """The deterministic policy on the fixed evaluation seeds of stage ``stage``'s environment:
-    ((mean, std), steps, cpu seconds)."""
+    """The deterministic policy on stage ``stage``'s environment, episode ``k`` of ``episodes``
+    reset with the evaluation seed ``eval.seed + k``: ((mean, std), steps, cpu seconds). The
+    episodes are split in contiguous chunks, one per worker, and gathered in order, so the numbers
+    do not depend on the number of workers."""
     msg = SyncMessage(state.generation, state_digest(state), tuple(prog.records))
-    chunks = split_members(int(cfg.eval.episodes), max(workers, 1))
-    results = evaluate(msg, chunks, "eval", state, stage)
+    chunks = [[episodes[i] for i in c] for c in split_members(len(episodes), max(workers, 1))]
+    results = evaluate(msg, chunks, mode, state, stage)
     returns = np.concatenate([r.returns[:, 0] for r in results])
     steps = int(sum(r.lengths.sum() for r in results))
     return (float(returns.mean()), float(returns.std())), steps, float(sum(r.cpu_s for r in results))

@@ -9,6 +9,11 @@ stop at a target, the summary. A learner says only how to do its part:
 * :class:`Evaluable`: what an evaluation point asks of the current parameters: evaluate them on
   stage j, their action distributions on given states, the states they visit on the stage being
   trained (for the policy KL of :mod:`esbench.training.drift`), the parameter vector itself;
+* :class:`Confirms`: the same evaluation on seeds the loop names (a confirmation before a stop
+  at a target, :class:`~esbench.training.ruler.Confirmation`); a learner without it cannot stop at
+  a target;
+* :class:`EvaluatesStochastic`: the same evaluation with the policy acting stochastically (beside
+  the deterministic one, ``eval.also_stochastic``);
 * :class:`Learner`: that, plus the point at timestep 0 with its own statistics on the rows, the
   training steps of one stage (asking the loop when a point is due and when the stage is done),
   what its state becomes when a stage begins, and a checkpoint of its state as data.
@@ -20,7 +25,7 @@ implements the same methods and reuses the loop, the ruler and the checkpoint ch
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -28,7 +33,7 @@ from esbench.policies.distribution import ActionDist
 from esbench.training.drift import StageStates
 from esbench.training.ruler import Stage, StageEval
 
-__all__ = ["Evaluable", "Learner"]
+__all__ = ["Confirms", "Evaluable", "EvaluatesStochastic", "Learner"]
 
 
 class Evaluable(Protocol):
@@ -49,6 +54,29 @@ class Evaluable(Protocol):
 
     def params(self) -> np.ndarray:
         """The current parameter vector (what drift and the snapshots measure)."""
+        ...
+
+
+@runtime_checkable
+class Confirms(Protocol):
+    """A learner whose runs may stop at a target: it evaluates on seeds the loop names
+    (:class:`~esbench.training.ruler.Confirmation`), with the same policy and protocol as its
+    regular evaluation."""
+
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        """The current policy on stage ``j``, on the evaluation seeds ``eval.seed + first + k``
+        for ``k < episodes``."""
+        ...
+
+
+@runtime_checkable
+class EvaluatesStochastic(Protocol):
+    """A learner that can also evaluate its policy acting stochastically (``eval.also_stochastic``):
+    RL samples its policy; ES adds the training's Gaussian action noise."""
+
+    def evaluate_stochastic(self, j: int) -> StageEval:
+        """The current policy on stage ``j`` and the run's fixed evaluation seeds, acting
+        stochastically."""
         ...
 
 

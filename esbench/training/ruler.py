@@ -21,8 +21,11 @@ stage j". Everything else they write goes through here, in the order
   training statistics on the row that evaluates the stage being trained (the data model of
   :mod:`esbench.analysis.retention`). A step without evaluation is one row (:func:`step_row`).
 * Stop at a target (issue #15): a run ends at the first evaluation of the stage it trains at or
-  above ``budget.stop_at_return`` (:func:`target_reached`); a sequence of several stages refuses a
-  target (:func:`check_stop_at_return_with_sequence`: which stage would it stop?).
+  above ``budget.stop_at_return`` (:func:`target_reached`) that a confirmation evaluation on fresh
+  seeds also reaches (:class:`Confirmation`: ``budget.confirm_episodes`` episodes, at least 10, on
+  evaluation seeds disjoint from the regular ones and from every earlier confirmation's); an
+  unconfirmed point is recorded as such and training goes on. A sequence of several stages refuses
+  a target (:func:`check_stop_at_return_with_sequence`: which stage would it stop?).
 * Drift at every evaluation point (:func:`drift_at_point`, :mod:`esbench.training.drift`): of the
   parameters from the last stage-boundary snapshot, and of the policy on the states each ended
   stage's final policy visited there (recorded when the stage ends: :func:`stage_end_states`).
@@ -183,6 +186,69 @@ def eval_due(timesteps: int, scheduled: int, stage_done: bool) -> bool:
 def target_reached(target: float | None, eval_return: float) -> bool:
     """Whether an evaluation of the stage being trained reaches ``budget.stop_at_return``."""
     return target is not None and math.isfinite(eval_return) and eval_return >= target
+
+
+#: The fewest confirmation episodes a target stop accepts (``budget.confirm_episodes``).
+MIN_CONFIRM_EPISODES = 10
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """How a point that reaches the target is confirmed before the run stops.
+
+    A regular evaluation is a handful of episodes on the same fixed seeds at every point; the first
+    point that lands above the target is partly selected for its luck on those seeds. Before a run
+    stops there, the same parameters play ``episodes`` more episodes on fresh seeds, and the run
+    stops only if their mean reaches the target too.
+
+    Confirmation ``c`` (0, 1, ... in the order a run takes them) plays the evaluation seeds
+    ``eval.seed + first(c) + k`` for ``k < episodes``, with ``first(c) = eval_episodes + c *
+    episodes``: past the regular seeds (``eval.seed + k``, ``k < eval_episodes``) and past every
+    earlier confirmation's, so each is fresh, and a pure function of the config and of the count of
+    confirmations so far (which a checkpoint holds: a run resumed inside a confirmation replays it
+    on the same seeds).
+
+    Attributes:
+        episodes: ``budget.confirm_episodes``.
+        eval_episodes: ``eval.episodes`` (the regular seeds to skip).
+    """
+
+    episodes: int = MIN_CONFIRM_EPISODES
+    eval_episodes: int = 0
+
+    def first(self, c: int) -> int:
+        """The offset from ``eval.seed`` of confirmation ``c``'s first seed."""
+        return int(self.eval_episodes) + int(c) * int(self.episodes)
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> Confirmation:
+        """``budget.confirm_episodes`` and ``eval.episodes`` of a run config."""
+        episodes = OmegaConf.select(cfg, "budget.confirm_episodes", default=None)
+        episodes = MIN_CONFIRM_EPISODES if episodes is None else int(episodes)
+        return cls(episodes, int(cfg.eval.episodes))
+
+
+@register_check
+def check_confirm_episodes(cfg: DictConfig) -> None:
+    """A confirmation of fewer than :data:`MIN_CONFIRM_EPISODES` episodes is refused before any
+    work: a stop confirmed by a few episodes is as optimistic as one not confirmed at all."""
+    value = OmegaConf.select(cfg, "budget.confirm_episodes", default=None)
+    if value is not None and int(value) < MIN_CONFIRM_EPISODES:
+        raise ConfigError(
+            f"budget.confirm_episodes={value}: a stop at a target is confirmed on at least "
+            f"{MIN_CONFIRM_EPISODES} fresh evaluation episodes; allowed: an integer >= {MIN_CONFIRM_EPISODES}"
+        )
+
+
+def confirm_columns(confirm: StageEval, target: float | None) -> dict[str, float]:
+    """The metrics columns of a confirmation, on the row evaluating the stage trained:
+    ``confirm_return_mean``/``_std`` and ``confirmed`` (1.0 when it reached the target, the run
+    stopping there; 0.0 when it did not, training going on)."""
+    return {
+        "confirm_return_mean": confirm.mean,
+        "confirm_return_std": confirm.std,
+        "confirmed": 1.0 if target_reached(target, confirm.mean) else 0.0,
+    }
 
 
 # --- rows -------------------------------------------------------------------------------------
@@ -398,11 +464,15 @@ def summary(
 
 
 __all__ = [
+    "MIN_CONFIRM_EPISODES",
+    "Confirmation",
     "Counters",
     "Stage",
     "StageEval",
     "StagePlan",
+    "check_confirm_episodes",
     "check_stop_at_return_with_sequence",
+    "confirm_columns",
     "drift_at_point",
     "eval_due",
     "next_eval_at",

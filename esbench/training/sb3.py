@@ -65,7 +65,15 @@ from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import resume_state, save_checkpoint
 from esbench.training.drift import StageStates, action_bounds, write_probes, write_stage_states
 from esbench.training.loop import walk_stages
-from esbench.training.ruler import Counters, Stage, StageEval, StagePlan, stage_plan, write_snapshots
+from esbench.training.ruler import (
+    Confirmation,
+    Counters,
+    Stage,
+    StageEval,
+    StagePlan,
+    stage_plan,
+    write_snapshots,
+)
 from esbench.training.sb3_callback import MetricsCallback, Progress, policy_layout, policy_vector
 from esbench.training.sb3_checkpoint import SB3_STATE, load_snapshot, optimizers, restore
 from esbench.training.sequence_loop import SequenceLoop
@@ -249,7 +257,15 @@ def train_process(
     else:
         progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
         progress.snapshots = [policy_vector(model)]
-    loop = SequenceLoop(plan, progress, interval, stop_at_return(cfg), probes=True)
+    loop = SequenceLoop(
+        plan,
+        progress,
+        interval,
+        stop_at_return(cfg),
+        Confirmation.from_config(cfg),
+        bool(cfg.eval.also_stochastic),
+        probes=True,
+    )
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
     learner = SB3Learner(
         cfg, hp, loop, model, venv, eval_envs, emit_row, emit_snapshot, restored=blob is not None
@@ -367,6 +383,14 @@ class SB3Learner:
     def evaluate_stage(self, j: int) -> StageEval:
         """The current policy on stage ``j`` (:meth:`MetricsCallback.evaluate_stage`)."""
         return self.cb.evaluate_stage(j)
+
+    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
+        """Stage ``j`` on a confirmation's seeds (:meth:`MetricsCallback.confirm_stage`)."""
+        return self.cb.confirm_stage(j, first, episodes)
+
+    def evaluate_stochastic(self, j: int) -> StageEval:
+        """Stage ``j``, the policy sampled (:meth:`MetricsCallback.evaluate_stochastic`)."""
+        return self.cb.evaluate_stochastic(j)
 
     def record_states(self) -> StageStates:
         """The states the current policy visits on its stage (:meth:`MetricsCallback.record_states`)."""

@@ -30,7 +30,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from esbench.baselines.evaluation import action_distribution, deterministic_act, evaluate
-from esbench.config.eval_protocol import eval_protocol
+from esbench.config.eval_protocol import EvalProtocol, eval_protocol
 from esbench.policies.distribution import ActionDist
 from esbench.training.drift import StageStates, record_stage_states
 from esbench.training.ruler import Counters, StageEval
@@ -40,6 +40,9 @@ from esbench.training.sequence_loop import SequenceLoop
 from esbench.utils.layout import Block, ParamLayout
 
 __all__ = ["MetricsCallback", "Progress", "policy_layout", "policy_vector"]
+
+#: The stochastic evaluation beside a deterministic one (``eval.also_stochastic``).
+SAMPLED = EvalProtocol("sampled")
 
 
 def policy_vector(model: Any) -> np.ndarray:
@@ -143,15 +146,29 @@ class MetricsCallback(BaseCallback):
 
     def evaluate_stage(self, j: int) -> StageEval:
         """The current policy on stage ``j``'s environment and the run's fixed evaluation seeds."""
+        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes))
+
+    def evaluate_stochastic(self, j: int) -> StageEval:
+        """Stage ``j`` on the fixed evaluation seeds with actions sampled from the policy (SB3's
+        ``deterministic=False``, how the paper's TRPO targets were measured), on the evaluation
+        action streams (run seed, timestep, episode)."""
+        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes), protocol=SAMPLED)
+
+    def confirm_stage(
+        self, j: int, first: int, episodes: int, protocol: EvalProtocol | None = None
+    ) -> StageEval:
+        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k`` (``k < episodes``), acting
+        as the regular evaluation does (the regular evaluation: ``first`` 0)."""
         mean, std, steps = evaluate(
             self.model,
             self.eval_envs[j],
             int(self.cfg.eval.seed),
-            int(self.cfg.eval.episodes),
+            int(episodes),
             unwrap_vec_normalize(self.training_env),
-            protocol=self.protocol,
+            protocol=protocol or self.protocol,
             run_seed=int(self.cfg.seed),
             timestep=self.p.timesteps,
+            first=int(first),
         )
         return StageEval(self.loop.plan.stages[j].name, mean, std, steps)
 

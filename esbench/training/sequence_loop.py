@@ -24,7 +24,8 @@ The order, for every run (one stage without a sequence):
    the stage's visited states are recorded first when a later stage follows, for the policy KL);
 4. :meth:`SequenceLoop.end_stage`: the boundary ``T_k``, its wall-clock and the parameter snapshot
    the next stage starts from; the next stage, or the end of the run (after the last stage, or
-   at the first point of the trained stage at or above ``budget.stop_at_return``).
+   at the first point of the trained stage at or above ``budget.stop_at_return`` that a
+   confirmation on fresh evaluation seeds also reaches: :class:`~esbench.training.ruler.Confirmation`).
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ import numpy as np
 
 from esbench.policies.distribution import ActionDist
 from esbench.training.drift import StageStates
-from esbench.training.learner import Evaluable
+from esbench.training.learner import Confirms, Evaluable, EvaluatesStochastic
 from esbench.training.ruler import (
+    Confirmation,
     Counters,
     Stage,
     StageEval,
     StagePlan,
+    confirm_columns,
     drift_at_point,
     eval_due,
     next_eval_at,
@@ -72,7 +75,10 @@ class SequenceProgress:
         last_eval: (mean, std) of the trained stage at the last point.
         best_eval: The best of those means.
         points: Evaluation points so far.
-        stopped_at_return: Ended at the first point at or above ``budget.stop_at_return``.
+        stopped_at_return: Ended at the first point at or above ``budget.stop_at_return`` whose
+            confirmation reached it too.
+        confirmations: Confirmations taken so far (each on its own fresh seeds:
+            :meth:`~esbench.training.ruler.Confirmation.first`).
         resumed_from: Where the run resumed (ES: generations; RL: timesteps).
         stage: The stage being trained (an index into the plan).
         stage_start: The timesteps at which it started.
@@ -100,6 +106,7 @@ class SequenceProgress:
     best_eval: float = -math.inf
     points: int = 0
     stopped_at_return: bool = False
+    confirmations: int = 0
     resumed_from: list[int] = field(default_factory=list)
     stage: int = 0
     stage_start: int = 0
@@ -116,14 +123,16 @@ class SequenceProgress:
 @dataclass(frozen=True)
 class PointResult:
     """An evaluation point: its index (0 at timestep 0), the parameters evaluated (read once, from
-    :meth:`~esbench.training.learner.Evaluable.params`), every stage's evaluation, and the drift
-    columns for ``point_rows``."""
+    :meth:`~esbench.training.learner.Evaluable.params`), every stage's evaluation, the drift
+    columns for ``point_rows`` (with the confirmation's columns on the trained stage's), and the
+    confirmation taken when the trained stage reached the target (None otherwise)."""
 
     index: int
     params: np.ndarray
     evals: list[StageEval]
     shared: dict[str, float]
     per_stage: dict[str, dict[str, float]]
+    confirm: StageEval | None = None
 
 
 class SequenceLoop:
@@ -134,6 +143,11 @@ class SequenceLoop:
         progress: Fresh (with ``snapshots`` holding the initial parameters) or from a checkpoint.
         interval: ``eval.interval_timesteps``.
         target: ``budget.stop_at_return`` (None: train every stage's whole budget).
+        confirm: How a point that reaches ``target`` is confirmed before the run stops
+            (:meth:`Confirmation.from_config`); required with a target, which seeds are fresh
+            depending on the regular evaluation's episodes.
+        also_stochastic: ``eval.also_stochastic``: at every point, also evaluate the stage trained
+            with the policy acting stochastically (``eval_stochastic_return_mean``/``_std``).
         probes: Record behavioural probes in a sequence (:meth:`record_probe`); off for learners
             whose distributions are too large to keep per stage (a language model's vocabulary).
     """
@@ -144,13 +158,19 @@ class SequenceLoop:
         progress: SequenceProgress,
         interval: int,
         target: float | None,
+        confirm: Confirmation | None = None,
+        also_stochastic: bool = False,
         probes: bool = False,
     ) -> None:
         self.plan = plan
         self.p = progress
         self.interval = int(interval)
+        if target is not None and confirm is None:
+            raise ValueError("a target (budget.stop_at_return) needs its Confirmation (from_config)")
         self.target = target
         self.probes = bool(probes) and len(plan.stages) > 1
+        self.confirm = confirm or Confirmation()
+        self.also_stochastic = bool(also_stochastic)
 
     @property
     def stage(self) -> Stage:
@@ -179,7 +199,9 @@ class SequenceLoop:
         """Evaluate every stage of the plan with the current parameters and update the counters.
 
         At a stage's end with a later stage to come, that stage's states are recorded first (its
-        policy KL is then 0). Marks the run stopped when the trained stage reaches the target.
+        policy KL is then 0). When the trained stage reaches the target, the same parameters are
+        confirmed on fresh seeds (:meth:`confirmation`); the run is marked stopped only when the
+        confirmation reaches the target too.
         """
         p = self.p
         if stage_end:
@@ -196,9 +218,44 @@ class SequenceLoop:
         p.last_eval = (own.mean, own.std)
         p.best_eval = max(p.best_eval, own.mean)
         p.next_eval_at = next_eval_at(p.timesteps, self.interval)
-        p.stopped_at_return = p.stopped_at_return or target_reached(self.target, own.mean)
+        if self.also_stochastic:
+            own_cols = per_stage.get(own.stage, {})
+            per_stage = {**per_stage, own.stage: {**own_cols, **self.stochastic(learner)}}
+        confirm = None
+        if not p.stopped_at_return and target_reached(self.target, own.mean):
+            confirm = self.confirmation(learner)
+            p.stopped_at_return = target_reached(self.target, confirm.mean)
+            own_cols = per_stage.get(own.stage, {})
+            per_stage = {**per_stage, own.stage: {**own_cols, **confirm_columns(confirm, self.target)}}
         p.points += 1
-        return PointResult(p.points - 1, params, evals, shared, per_stage)
+        return PointResult(p.points - 1, params, evals, shared, per_stage, confirm)
+
+    def stochastic(self, learner: Evaluable) -> dict[str, float]:
+        """The stage trained with the policy acting stochastically (``eval.also_stochastic``), as
+        the columns of its row; its steps count as evaluation."""
+        if not isinstance(learner, EvaluatesStochastic):
+            raise TypeError(
+                f"{type(learner).__name__} cannot evaluate stochastically (no evaluate_stochastic): "
+                "eval.also_stochastic=true needs a learner that can"
+            )
+        ev = learner.evaluate_stochastic(self.p.stage)
+        self.p.eval_timesteps += ev.steps
+        return {"eval_stochastic_return_mean": ev.mean, "eval_stochastic_return_std": ev.std}
+
+    def confirmation(self, learner: Evaluable) -> StageEval:
+        """Evaluate the trained stage on the next confirmation's fresh seeds
+        (:class:`~esbench.training.ruler.Confirmation`), counting its steps as evaluation."""
+        if not isinstance(learner, Confirms):
+            raise TypeError(
+                f"{type(learner).__name__} cannot confirm a target (no confirm_stage): "
+                "budget.stop_at_return needs a learner that evaluates on given seeds"
+            )
+        p = self.p
+        first = self.confirm.first(p.confirmations)
+        p.confirmations += 1
+        ev = learner.confirm_stage(p.stage, first, self.confirm.episodes)
+        p.eval_timesteps += ev.steps
+        return ev
 
     def record_probe(self, learner: Evaluable) -> None:
         """Record the trained stage's behavioural probe set with the policy it starts from (a

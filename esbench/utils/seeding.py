@@ -17,7 +17,9 @@ ACTION_NOISE = 3
 OBS_STATS = 4
 INIT_PARAMS = 5
 VBN_REFERENCE = 6  # the Atari CNN's virtual-batch-norm reference batch (one per run)
-EVAL_ACTIONS = 7  # RL baselines' sampled / epsilon-greedy evaluation actions: (seed, 7, timestep, episode)
+# Evaluation actions: RL's sampled / epsilon-greedy (seed, 7, timestep, episode), ES's action noise
+# under eval.also_stochastic (seed, 7, generation, episode).
+EVAL_ACTIONS = 7
 
 
 def generator(seed: int, *keys: int) -> np.random.Generator:
