@@ -136,7 +136,7 @@ def atari_rates(frame_skip: int = 4) -> dict[str, Any]:
     return {"atari_frame_s": frame_s, "atari_cnn_s": {"es": max(es_cnn, 1e-6), "rl": max(rl_cnn, 1e-6)}}
 
 
-def _lm_job(algo: str, stage_timesteps: int, interval: int, tmp: str) -> tuple[float, int, int]:
+def _lm_job(algo: str, stage_timesteps: int, interval: int, tmp: str, tag: str = "") -> tuple[float, int, int]:
     """(wall seconds, training completions of the stage, evaluation points) of one real LM job at
     the smoke model (``budget=smoke``; the pretrained prior is cached by the first run)."""
     import pandas as pd
@@ -156,7 +156,7 @@ def _lm_job(algo: str, stage_timesteps: int, interval: int, tmp: str) -> tuple[f
             "tracker=none",
             "tracker.console=false",
             f"results_dir={tmp}",
-            f"run_id=calibrate-{algo}-{stage_timesteps}-{interval}",
+            f"run_id=calibrate-{algo}-{stage_timesteps}-{interval}{tag}",
         ]
     )
     t0 = time.perf_counter()
@@ -182,7 +182,7 @@ def lm_costs() -> dict[str, Any]:
     out: dict[str, Any] = {"completion_s": {}, "job_s": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for algo in ("eggroll", "grpo"):  # the cached prior, and first-use costs, outside the timing
-            _lm_job(algo, 64, never, tmp)
+            _lm_job(algo, 64, never, tmp, tag="-warm-up")
         points = {}
         for algo, (small, big) in budgets.items():
             w1, n1, points[algo] = _lm_job(algo, small, never, tmp)
@@ -198,67 +198,67 @@ def lm_costs() -> dict[str, Any]:
     return out
 
 
-def _tiny_sweep_overrides(results_dir: str) -> list[str]:
-    return [
+def _tiny_sweep(results_dir: str, cwd: str, algo: str, seeds: str) -> tuple[float, dict[str, float]]:
+    """Run ``esbench run -m`` of ``algo`` on InvertedPendulum (2,000 steps, one job per seed) in a
+    child process; (its wall-clock, the launcher's seconds of each job by run directory name)."""
+    args = [
         "hydra/launcher=dask",
-        "algo=openai_es,trpo",
+        f"algo={algo}",
         "env=inverted_pendulum",
         "budget.timesteps=2000",
         "eval.interval_timesteps=2000",
         "eval.episodes=1",
-        "algo.noise_table_size=1000000",
         "tracker=none",
-        "experiment=table1",
-        "seed=0",
+        "experiment=calibrate",
+        f"seed={seeds}",
         f"results_dir={results_dir}",
+        *(["algo.noise_table_size=1000000"] if algo == "openai_es" else []),
     ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "esbench.cli", "run", "-m", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"calibration sweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    jobs = [float(s) for s in re.findall(r"job complete \(([\d.]+) s\)", proc.stdout)]
+    if len(jobs) != len(seeds.split(",")):
+        raise RuntimeError(f"calibration sweep of {algo}: expected {seeds.count(',') + 1} jobs, saw {jobs}")
+    return wall, {f"{algo}-{i}": s for i, s in enumerate(jobs)}
 
 
 def overheads() -> dict[str, Any]:
-    """Fixed costs of a real tiny sweep: ``esbench run -m`` of an ES and a TRPO job on
-    InvertedPendulum (2,000 steps each) in a child process, then its report in this one.
+    """Fixed costs of real tiny sweeps through ``esbench run -m`` in a child process (two ES jobs on
+    InvertedPendulum, then one TRPO job, 2,000 steps each), then their report in this one.
 
-    ``job_overhead_s``: per family, the launcher's time of the job less the run's own
-    ``wall_clock_s`` (start-up on the worker, the run directory, the checkpoint); ``sweep_overhead_s``:
-    the child's wall-clock less its jobs (interpreter and imports, Hydra, validation, the cluster's
-    start and stop); ``recipe_overhead_s``: the report (read, tables, figures) plus one interpreter
-    start-up, as ``esbench reproduce`` adds once per recipe.
+    ``job_overhead_s``: per family, the launcher's time of a job less the run's own
+    ``wall_clock_s`` (start-up on the worker, the run directory, the checkpoint), the mean over the
+    jobs; ``sweep_overhead_s``: a sweep's wall-clock less its longest job (interpreter and imports,
+    Hydra, validation, the cluster's start and stop), the mean of the two sweeps;
+    ``recipe_overhead_s``: the report (read, tables, figures) plus one interpreter start-up, as
+    ``esbench reproduce`` adds once per recipe.
     """
     from esbench.analysis.report import build_report
 
     with tempfile.TemporaryDirectory() as tmp:
         runs = str(Path(tmp) / "runs")
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "esbench.cli", "run", "-m", *_tiny_sweep_overrides(runs)],
-            capture_output=True,
-            text=True,
-            cwd=tmp,
-            timeout=600,
-        )
-        total = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"calibration sweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-        job_s = {
-            m[1]: float(m[0]) for m in re.findall(r"job complete \(([\d.]+) s\):.*?algo=(\w+)", proc.stdout)
-        }
-        run_s = {}
-        for summary in Path(runs).glob("table1/*/summary.json"):
-            data = json.loads(summary.read_text())
-            run_s[summary.parent.name.split("-", 1)[0]] = float(data["wall_clock_s"])
-        if set(job_s) != {"openai_es", "trpo"} or set(run_s) != {"openai_es", "trpo"}:
-            raise RuntimeError(f"calibration sweep: expected 2 jobs, got {job_s} and runs {run_s}")
+        sweeps = {algo: _tiny_sweep(runs, tmp, algo, seeds) for algo, seeds in (("openai_es", "0,1"), ("trpo", "0"))}
+        run_s: dict[str, list[float]] = {"openai_es": [], "trpo": []}
+        for summary in Path(runs).glob("calibrate/*/summary.json"):
+            algo = summary.parent.name.split("-", 1)[0]
+            run_s[algo].append(float(json.loads(summary.read_text())["wall_clock_s"]))
+        job_overhead = {}
+        for algo, family in (("openai_es", "es"), ("trpo", "rl")):
+            jobs = list(sweeps[algo][1].values())
+            job_overhead[family] = max((sum(jobs) - sum(run_s[algo])) / len(jobs), 0.01)
+        sweep_s = [wall - max(jobs.values()) for wall, jobs in sweeps.values()]
         t1 = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import esbench.cli"], check=True, timeout=300)
-        build_report("table1", results_dir=runs, out_dir=str(Path(tmp) / "reports"), allow_partial=True)
+        build_report(str(Path(runs) / "calibrate"), out_dir=str(Path(tmp) / "reports"), allow_partial=True)
         report_s = time.perf_counter() - t1
-    # The two jobs ran at once (2 workers), so the sweep's own cost is its wall less the longer job.
     return {
-        "job_overhead_s": {
-            "es": max(job_s["openai_es"] - run_s["openai_es"], 0.01),
-            "rl": max(job_s["trpo"] - run_s["trpo"], 0.01),
-        },
-        "sweep_overhead_s": max(total - max(job_s.values()), 0.01),
+        "job_overhead_s": job_overhead,
+        "sweep_overhead_s": max(sum(sweep_s) / len(sweep_s), 0.01),
         "recipe_overhead_s": max(report_s, 0.01),
     }
 
