@@ -384,6 +384,9 @@ STEP_RATES: dict[str, Any] = {
     "sweep_overhead_s": 5.0,
     "recipe_overhead_s": 8.0,
 }
+#: Episode length limits of the environments whose limit is not Gymnasium's MuJoCo 1,000 steps
+#: (an evaluation episode is priced at its limit).
+EPISODE_STEPS: dict[str, int] = {"cartpole": 500}
 #: The model the ``lm`` rates are measured at (width, layers): ``budget=smoke``'s.
 LM_RATE_MODEL: tuple[int, int] = (64, 2)
 
@@ -504,7 +507,8 @@ def _job_cost(job: list[str], rates: dict[str, Any] | None = None) -> tuple[int,
         es_rate = es_steps_per_s(env, r)
         rl_rate = r["rl_steps_per_s"].get(algo) or (get_algorithm(algo).steps_per_s if family else None)
         train_s = steps / (es_rate if is_es else (rl_rate or r["rl_default"]))
-        eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
+        cap = int(o.get("env.max_episode_steps", EPISODE_STEPS.get(env, 1000)))
+        eval_s = (steps // interval + 1) * episodes * cap / es_rate  # at most the cap: an upper bound
     return steps, train_s + eval_s + overhead, float(workers if is_es else 1)
 
 

@@ -34,6 +34,8 @@ COMMANDS = {
     "comm": "esbench bench comm",
     "store": "esbench bench store",
     "projection": "esbench bench projection",
+    "lm": "esbench bench lm",
+    "calibrate": "esbench bench calibrate",
 }
 
 
@@ -91,6 +93,18 @@ def _format_projection(section: Any) -> str:
     return format_projection(section)
 
 
+def _format_lm(section: Any) -> str:
+    from esbench.bench.lm import format_lm
+
+    return format_lm(section)
+
+
+def _format_calibrate(section: Any) -> str:
+    from esbench.bench.calibrate import format_calibration
+
+    return format_calibration(section)
+
+
 FORMATTERS: dict[str, Callable[[Any], str]] = {
     "mujoco": _format_mujoco,
     "baselines": _format_baselines,
@@ -100,6 +114,8 @@ FORMATTERS: dict[str, Callable[[Any], str]] = {
     "comm": _format_comm,
     "store": _format_store,
     "projection": _format_projection,
+    "lm": _format_lm,
+    "calibrate": _format_calibrate,
 }
 
 
