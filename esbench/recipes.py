@@ -383,6 +383,9 @@ STEP_RATES: dict[str, Any] = {
     "job_overhead_s": {"es": 0.5, "rl": 3.3},
     "sweep_overhead_s": 5.0,
     "recipe_overhead_s": 8.0,
+    # Composing and checking one job's config (``esbench reproduce`` checks every job before the
+    # first starts, and each sweep checks its own again): assumed.
+    "validate_s": 0.2,
 }
 #: Episode length limits of the environments whose limit is not Gymnasium's MuJoCo 1,000 steps
 #: (an evaluation episode is priced at its limit).
@@ -581,7 +584,9 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2, prices: Pricing | None 
     (an ES job spreads its rollouts over all workers, an RL or language-model job uses one), so a
     sweep lasts its core-seconds over the cores, slowed by ``parallel_efficiency`` when more than
     one core is busy, and at least its longest job; on the basic launcher its jobs run one at a
-    time. The recipe adds ``recipe_overhead_s`` once (start-up and the report).
+    time. Every job's config is checked twice before it runs (``validate_s`` each: once by
+    ``esbench reproduce`` before the first job, once by its sweep). The recipe adds
+    ``recipe_overhead_s`` once (start-up and the report).
     """
     p = prices or pricing()
     r = p.rates
@@ -594,7 +599,7 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2, prices: Pricing | None 
         jobs += len(costs)
         timesteps += sum(s for s, _, _ in costs)
         core_s += sum(c for _, c, _ in costs)
-        wall += float(r["sweep_overhead_s"])
+        wall += float(r["sweep_overhead_s"]) + 2 * len(costs) * float(r["validate_s"])
         if recipe.launcher == "basic":  # one job at a time, each on its own n_workers
             wall += sum(c / max(min(w or cores, cores), 1) for _, c, w in costs)
             continue

@@ -36,6 +36,7 @@ def _calibration(slowdown: float = 1.0, date: str = "2026-01-02 03:04:05") -> di
     rates["job_overhead_s"] = {k: v * slowdown for k, v in rates["job_overhead_s"].items()}
     rates["sweep_overhead_s"] *= slowdown
     rates["recipe_overhead_s"] *= slowdown
+    rates["validate_s"] *= slowdown
     return {
         "schema": 1,
         "date": date,
@@ -151,7 +152,7 @@ def test_calibrate_measures_every_rate_on_this_machine(tmp_path: Path) -> None:
     assert set(rates["mujoco_raw"]) == set(STEP_RATES["mujoco_raw"])
     assert set(rates["rl_steps_per_s"]) == {"trpo", "ppo", "a2c"}
     assert set(rates["lm"]["completion_s"]) == {"eggroll", "openai_es", "grpo"}
-    assert set(rates["job_overhead_s"]) == {"es", "rl"}
+    assert set(rates["job_overhead_s"]) == {"es", "rl"} and rates["validate_s"] > 0
     assert 0 < rates["parallel_efficiency"] <= 1 and 0 < rates["es_fraction"] < 2
     assert data["machine"]["cpu_count"] and data["versions"]["mujoco"]
     assert pricing(path).calibrated and estimate(get_recipe("table1"), "smoke", 2, pricing(path)).wall_s > 0

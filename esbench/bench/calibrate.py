@@ -213,10 +213,9 @@ def lm_costs() -> dict[str, Any]:
     return out
 
 
-def _tiny_sweep(results_dir: str, cwd: str, algo: str, seeds: str) -> tuple[float, dict[str, float]]:
-    """Run ``esbench run -m`` of ``algo`` on InvertedPendulum (2,000 steps, one job per seed) in a
-    child process; (its wall-clock, the launcher's seconds of each job by run directory name)."""
-    args = [
+def _tiny_sweep_args(results_dir: str, algo: str, seeds: str) -> list[str]:
+    """The overrides of a tiny sweep: ``algo`` on InvertedPendulum, 2,000 steps, one job per seed."""
+    return [
         "hydra/launcher=dask",
         f"algo={algo}",
         "env=inverted_pendulum",
@@ -229,6 +228,12 @@ def _tiny_sweep(results_dir: str, cwd: str, algo: str, seeds: str) -> tuple[floa
         f"results_dir={results_dir}",
         *(["algo.noise_table_size=1000000"] if algo == "openai_es" else []),
     ]
+
+
+def _tiny_sweep(results_dir: str, cwd: str, algo: str, seeds: str) -> tuple[float, dict[str, float]]:
+    """Run ``esbench run -m`` of ``algo`` on InvertedPendulum (2,000 steps, one job per seed) in a
+    child process; (its wall-clock, the launcher's seconds of each job by run directory name)."""
+    args = _tiny_sweep_args(results_dir, algo, seeds)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "esbench.cli", "run", "-m", *args],
@@ -255,7 +260,8 @@ def overheads() -> dict[str, Any]:
     jobs; ``sweep_overhead_s``: a sweep's wall-clock less its longest job (interpreter and imports,
     Hydra, validation, the cluster's start and stop), the mean of the two sweeps;
     ``recipe_overhead_s``: the report (read, tables, figures) plus one interpreter start-up, as
-    ``esbench reproduce`` adds once per recipe.
+    ``esbench reproduce`` adds once per recipe; ``validate_s``: composing and checking one job's
+    config (:func:`esbench.sweep.validate_sweep` of four jobs, in this process).
     """
     from esbench.analysis.report import build_report
 
@@ -273,6 +279,11 @@ def overheads() -> dict[str, Any]:
             jobs = list(sweeps[algo][1].values())
             job_overhead[family] = max((sum(jobs) - sum(run_s[algo])) / len(jobs), 0.01)
         sweep_s = [wall - max(jobs.values()) for wall, jobs in sweeps.values()]
+        from esbench.sweep import validate_sweep
+
+        t0 = time.perf_counter()
+        checked = validate_sweep(_tiny_sweep_args(runs, "openai_es", "0,1,2,3")[1:])
+        validate_s = (time.perf_counter() - t0) / len(checked or [0])
         t1 = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import esbench.cli"], check=True, timeout=300)
         build_report(str(Path(runs) / "calibrate"), out_dir=str(Path(tmp) / "reports"), allow_partial=True)
@@ -281,6 +292,7 @@ def overheads() -> dict[str, Any]:
         "job_overhead_s": job_overhead,
         "sweep_overhead_s": max(sum(sweep_s) / len(sweep_s), 0.01),
         "recipe_overhead_s": max(report_s, 0.01),
+        "validate_s": max(validate_s, 1e-3),
     }
 
 
