@@ -343,10 +343,12 @@ STEP_RATES: dict[str, Any] = {
     # ES per worker with the 64x64 MLP in the loop: DESIGN.md, HalfCheetah 11.7k/s against 14k/s
     # raw (0.84 -> 0.8). Priced per step as the raw simulator's seconds plus the policy's
     # (``es_policy_s``: 1/(0.8 x 23.6k) - 1/23.6k); ``es_steps_per_s`` (calibration only)
-    # replaces that for the environments it measured.
+    # replaces that for the environments it measured, and ``es_episode_steps`` (calibration only)
+    # prices their evaluation episodes at the measured mean length instead of the limit.
     "es_fraction": 0.8,
     "es_policy_s": 1.06e-5,
     "es_steps_per_s": {},
+    "es_episode_steps": {},
     # Two busy processes on two cores against twice one (two raw simulators at once: 0.85-0.9
     # here): jobs that share the machine run this much slower than alone.
     "parallel_efficiency": 0.85,
@@ -510,9 +512,17 @@ def _job_cost(job: list[str], rates: dict[str, Any] | None = None) -> tuple[int,
         es_rate = es_steps_per_s(env, r)
         rl_rate = r["rl_steps_per_s"].get(algo) or (get_algorithm(algo).steps_per_s if family else None)
         train_s = steps / (es_rate if is_es else (rl_rate or r["rl_default"]))
-        cap = int(o.get("env.max_episode_steps", EPISODE_STEPS.get(env, 1000)))
-        eval_s = (steps // interval + 1) * episodes * cap / es_rate  # at most the cap: an upper bound
+        eval_s = (steps // interval + 1) * episodes * eval_episode_steps(env, o, r) / es_rate
     return steps, train_s + eval_s + overhead, float(workers if is_es else 1)
+
+
+def eval_episode_steps(env: str, overrides: dict[str, str], rates: dict[str, Any]) -> float:
+    """Steps an evaluation episode is priced at: the environment's limit (``env.max_episode_steps``,
+    else :data:`EPISODE_STEPS`, else 1,000), or, where a calibration measured ES on the environment,
+    the mean episode length of that short run when shorter (episodes that end early, as a smoke
+    run's do; a long run whose policy survives longer is underpriced by as much)."""
+    cap = float(overrides.get("env.max_episode_steps", EPISODE_STEPS.get(env, 1000)))
+    return min(cap, float(rates["es_episode_steps"].get(env, cap)))
 
 
 def es_steps_per_s(env: str, rates: dict[str, Any]) -> float:

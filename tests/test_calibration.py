@@ -29,7 +29,7 @@ def _calibration(slowdown: float = 1.0, date: str = "2026-01-02 03:04:05") -> di
     rates = copy.deepcopy(STEP_RATES)
     rates["mujoco_raw"] = {k: v / slowdown for k, v in rates["mujoco_raw"].items()}
     rates["es_policy_s"] *= slowdown
-    del rates["es_steps_per_s"], rates["rl_steps_per_s"]  # empty mappings: not measured
+    del rates["es_steps_per_s"], rates["es_episode_steps"], rates["rl_steps_per_s"]  # empty: not measured
     rates["rl_steps_per_s"] = {"trpo": 1700 / slowdown, "ppo": 1500 / slowdown, "a2c": 1200 / slowdown}
     rates["atari_frame_s"] *= slowdown
     rates["atari_cnn_s"] = {k: v * slowdown for k, v in rates["atari_cnn_s"].items()}

@@ -7,8 +7,10 @@ and once, then written to the calibration file (:mod:`esbench.utils.calibration`
 * ``mujoco_raw``: raw simulator steps/s of every environment option the estimator prices
   (:func:`~esbench.bench.mujoco.raw_env_rate`, one process, constant action).
 * ``es_steps_per_s``: ES's steady steps/s per worker with the policy in the loop, on a fresh
-  LocalCluster of one worker (:func:`~esbench.bench.mujoco.es_throughput`), on HalfCheetah and on
-  InvertedPendulum (the smoke recipes' environment: short episodes, so per-episode costs weigh);
+  LocalCluster of one worker (:func:`~esbench.bench.mujoco.es_throughput`), on HalfCheetah,
+  InvertedPendulum and CartPole (the smoke recipes' environments: short episodes, so per-episode
+  costs weigh); ``es_episode_steps``: the mean length of those runs' episodes (a short run's:
+  what an evaluation episode of a smoke or early run lasts);
   ``es_policy_s``: the policy's cost per step (ES's seconds per step minus the raw simulator's on
   HalfCheetah), which prices the environments not measured; ``es_fraction``: ES over raw on
   HalfCheetah (for reading only).
@@ -94,18 +96,30 @@ def mujoco_rates(seconds: float = 1.0) -> dict[str, float]:
     return {option: raw_env_rate(env_id, seconds) for option, env_id in ENV_IDS.items()}
 
 
+#: Environments whose ES rate is measured (the others are priced from their raw rate), and the
+#: population of each measurement: HalfCheetah's episodes are always 1,000 steps, so 8 members keep
+#: a generation to a few seconds.
+ES_MEASURED: dict[str, int] = {"halfcheetah": 8, "inverted_pendulum": 40, "cartpole": 40}
+
+
 def es_rates(raw: dict[str, float], generations: int = 6) -> dict[str, Any]:
-    """ES's steady steps/s per worker (one worker) on HalfCheetah and InvertedPendulum, the
-    policy's seconds per step on HalfCheetah, and ES's fraction of raw there."""
-    measured = {}
-    for option in ("halfcheetah", "inverted_pendulum"):
-        # HalfCheetah's episodes are 1,000 steps: 8 members keep a generation to a few seconds.
-        extra = ["algo.population_size=8"] if option == "halfcheetah" else []
-        res = es_throughput(1, generations, ENV_IDS[option], ["algo.noise_table_size=1000000", *extra])
+    """ES's steady steps/s per worker (one worker) and mean training episode length on each
+    environment of :data:`ES_MEASURED`, the policy's seconds per step on HalfCheetah, and ES's
+    fraction of raw there."""
+    measured, lengths = {}, {}
+    for option, population in ES_MEASURED.items():
+        res = es_throughput(
+            1,
+            generations,
+            ENV_IDS[option],
+            [f"env={option}", "algo.noise_table_size=1000000", f"algo.population_size={population}"],
+        )
         measured[option] = res["steady_steps_per_s"]
+        lengths[option] = res["timesteps"] / (res["generations"] * population)
     es_hc, raw_hc = measured["halfcheetah"], raw["halfcheetah"]
     return {
         "es_steps_per_s": measured,
+        "es_episode_steps": lengths,
         "es_policy_s": max(1.0 / es_hc - 1.0 / raw_hc, 1e-7),
         "es_fraction": es_hc / raw_hc,
     }
