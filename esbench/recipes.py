@@ -377,6 +377,7 @@ STEP_RATES: dict[str, Any] = {
         "job_s": {"eggroll": 2.0, "openai_es": 2.0, "grpo": 4.0},
         "eval_point_s": 0.5,
         "points": 3,
+        "first_use_s": {"es": 5.0, "grpo": 10.0},  # once per reproduce: imports of transformers, TRL
     },
     # Fixed costs, measured on a tiny real sweep (an ES and a TRPO job): per job on its worker,
     # per sweep (interpreter, Hydra, validation, the cluster's start and stop), per recipe (the
@@ -604,8 +605,10 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2, prices: Pricing | None 
     jobs = timesteps = 0
     core_s = 0.0
     wall = float(r["recipe_overhead_s"])
+    first_use: set[str] = set()  # language-model learner kinds whose first job pays the imports
     for sweep in recipe.plan(scale):
         costs = [_job_cost(j, r) for j in sweep.jobs()]
+        first_use.update(k for k in map(_lm_kind, sweep.jobs()) if k is not None)
         jobs += len(costs)
         timesteps += sum(s for s, _, _ in costs)
         core_s += sum(c for _, c, _ in costs)
@@ -617,7 +620,19 @@ def estimate(recipe: Recipe, scale: str, cores: int = 2, prices: Pricing | None 
         eff = efficiency if busy > 1 else 1.0
         longest = max(c / max(min(w or cores, cores), 1) for _, c, w in costs)  # one job alone
         wall += max(sum(c for _, c, _ in costs) / (busy * eff), longest)
+    wall += sum(float(r["lm"]["first_use_s"][k]) for k in first_use)
     return Cost(jobs, timesteps, core_s, wall, cores, p.source)
+
+
+def _lm_kind(job: list[str]) -> str | None:
+    """``es`` or ``grpo`` for a language-model job (``env=lm``, directly or by its sequence), else None."""
+    o = {_key(a): a.split("=", 1)[1] for a in job if "=" in a}
+    env = o.get("env")
+    if env is None and o.get("sequence", "none") not in ("none", "null"):
+        env = sequence_shape(o["sequence"])[0]
+    if env != "lm":
+        return None
+    return "es" if family_of(o.get("algo", "openai_es")) == "es" else "grpo"
 
 
 def did_you_mean(name: str, allowed: Sequence[str]) -> str:

@@ -37,6 +37,11 @@ def _calibration(slowdown: float = 1.0, date: str = "2026-01-02 03:04:05") -> di
     rates["sweep_overhead_s"] *= slowdown
     rates["recipe_overhead_s"] *= slowdown
     rates["validate_s"] *= slowdown
+    rates["lm"] = {
+        k: {a: b * slowdown for a, b in v.items()} if isinstance(v, dict) else v * slowdown
+        for k, v in rates["lm"].items()
+    }
+    rates["lm"]["points"] = STEP_RATES["lm"]["points"]
     return {
         "schema": 1,
         "date": date,
@@ -94,7 +99,7 @@ def test_an_estimate_follows_the_calibration_and_names_its_source(tmp_path: Path
     save_calibration(_calibration(1.0), same)
     save_calibration(_calibration(2.0, date="2026-05-06 07:08:09"), slow)
     assert pricing(slow).source == f"priced by calibration of 2026-05-06 07:08:09 ({slow})"
-    for name in ("table1", "table2", "retention"):
+    for name in ("table1", "table2", "retention", "lm_retention"):
         recipe = get_recipe(name)
         base = estimate(recipe, "smoke", 2, builtin)
         assert estimate(recipe, "smoke", 2, pricing(same)).wall_s == pytest.approx(base.wall_s, rel=1e-9)
