@@ -505,16 +505,31 @@ def _job_cost(job: list[str], rates: dict[str, Any] | None = None) -> tuple[int,
     if env == "atari":
         fs = int(o.get("env.frame_skip", 4))
         cap = int(o.get("env.max_episode_steps", 27_000))
+        if is_es:
+            steps = whole_generations(steps, algo, o, min(cap, 10_000 // fs))
         frame = r["atari_frame_s"] * fs
         train_s = steps * (r["atari_cnn_s"]["es" if is_es else "rl"] + frame)
         eval_steps = (steps // interval + 1) * episodes * min(cap, 10_000 // fs)
         eval_s = eval_steps * (r["atari_cnn_s"]["es"] + frame)
     else:
         es_rate = es_steps_per_s(env, r)
+        if is_es:
+            steps = whole_generations(steps, algo, o, eval_episode_steps(env, o, r))
         rl_rate = r["rl_steps_per_s"].get(algo) or (get_algorithm(algo).steps_per_s if family else None)
         train_s = steps / (es_rate if is_es else (rl_rate or r["rl_default"]))
         eval_s = (steps // interval + 1) * episodes * eval_episode_steps(env, o, r) / es_rate
     return steps, train_s + eval_s + overhead, float(workers if is_es else 1)
+
+
+def whole_generations(steps: int, algo: str, overrides: dict[str, str], episode_steps: float) -> int:
+    """An ES budget rounded up to whole generations: ES stops after the generation that reaches
+    its budget, so a small budget can run up to one generation (population x episode steps) more."""
+    option = overrides.get("algo", algo)
+    path = conf_dir() / "algo" / f"{option}.yaml"
+    data = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    population = int(overrides.get("algo.population_size", data.get("population_size", 40)))
+    per_generation = max(int(population * episode_steps), 1)
+    return math.ceil(steps / per_generation) * per_generation
 
 
 def eval_episode_steps(env: str, overrides: dict[str, str], rates: dict[str, Any]) -> float:
