@@ -161,3 +161,13 @@ def test_calibrate_measures_every_rate_on_this_machine(tmp_path: Path) -> None:
     assert 0 < rates["parallel_efficiency"] <= 1 and 0 < rates["es_fraction"] < 2
     assert data["machine"]["cpu_count"] and data["versions"]["mujoco"]
     assert pricing(path).calibrated and estimate(get_recipe("table1"), "smoke", 2, pricing(path)).wall_s > 0
+
+
+def test_an_es_budget_is_priced_in_whole_generations() -> None:
+    """ES stops after the generation that reaches its budget: 8 members x 300-step episodes run
+    2,400 steps a generation, so a budget of 3,000 runs 4,800 (as the frameskip smoke's ES job did)."""
+    from esbench.recipes import whole_generations
+
+    assert whole_generations(3000, "openai_es", {"algo.population_size": "8"}, 300) == 4800
+    assert whole_generations(4800, "openai_es", {"algo.population_size": "8"}, 300) == 4800
+    assert whole_generations(1000, "openai_es", {}, 1000) == 40_000  # conf/algo/openai_es.yaml: 40
