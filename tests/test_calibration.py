@@ -171,3 +171,10 @@ def test_an_es_budget_is_priced_in_whole_generations() -> None:
     assert whole_generations(3000, "openai_es", {"algo.population_size": "8"}, 300) == 4800
     assert whole_generations(4800, "openai_es", {"algo.population_size": "8"}, 300) == 4800
     assert whole_generations(1000, "openai_es", {}, 1000) == 40_000  # conf/algo/openai_es.yaml: 40
+
+
+def test_calibrate_refuses_an_unknown_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    from esbench.bench.command import main
+
+    assert main(["calibrate", "--fast"]) == 2
+    assert "unknown argument '--fast'; allowed: --out PATH, --no-lm" in capsys.readouterr().err
