@@ -199,8 +199,9 @@ def lm_costs() -> dict[str, Any]:
     """A language-model job's costs at the smoke model (``budget=smoke``), from real runs through
     :func:`esbench.runner.run`, each a whole job as a recipe runs it (model, tasks, stages, points).
 
-    Each learner runs with a short and a long training budget (EGGROLL, OpenAI-ES: one and three
-    generations of 512 completions; GRPO: 64 and 256 completions) and the same evaluation points;
+    Each learner runs with a short and a long training budget (EGGROLL, OpenAI-ES: one and five
+    generations of 512 completions; GRPO: 64 and 512 completions, 2 and 16 steps) and the same
+    evaluation points (a shared machine's noise is seconds: the longer run must outweigh it);
     the difference is the cost of the extra completions alone (``completion_s``, per learner) and
     the short run less its completions is the fixed cost of a job with ``points`` evaluation points
     (``job_s``). One more EGGROLL run with four times the points prices a point (``eval_point_s``).
@@ -208,7 +209,7 @@ def lm_costs() -> dict[str, Any]:
     (imports of transformers and TRL): what they cost beyond a later run is ``first_use_s``.
     """
     never = 10**9
-    budgets = {"eggroll": (512, 1536), "openai_es": (512, 1536), "grpo": (64, 256)}
+    budgets = {"eggroll": (512, 2560), "openai_es": (512, 2560), "grpo": (64, 512)}
     out: dict[str, Any] = {"completion_s": {}, "job_s": {}}
     warm: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
