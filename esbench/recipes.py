@@ -373,11 +373,11 @@ STEP_RATES: dict[str, Any] = {
     # evaluation points (model, tasks, stages); eval_point_s: each further point. Measured by
     # ``esbench bench calibrate`` on the 2-core development machine (other jobs running).
     "lm": {
-        "completion_s": {"eggroll": 1.5e-3, "openai_es": 1.5e-3, "grpo": 2.0e-2},
-        "job_s": {"eggroll": 2.0, "openai_es": 2.0, "grpo": 4.0},
-        "eval_point_s": 0.5,
+        "completion_s": {"eggroll": 8.0e-4, "openai_es": 5.1e-4, "grpo": 8.1e-3},
+        "job_s": {"eggroll": 1.6, "openai_es": 2.0, "grpo": 3.3},
+        "eval_point_s": 0.63,
         "points": 3,
-        "first_use_s": {"es": 5.0, "grpo": 10.0},  # once per reproduce: imports of transformers, TRL
+        "first_use_s": {"es": 3.6, "grpo": 3.5},  # once per reproduce: imports of transformers, TRL
     },
     # Fixed costs, measured on a tiny real sweep (an ES and a TRPO job): per job on its worker,
     # per sweep (interpreter, Hydra, validation, the cluster's start and stop), per recipe (the
