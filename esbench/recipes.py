@@ -690,7 +690,7 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
     p = pricing()
     lines.append(f"Estimates {p.source}: {rates_summary(p.rates)}.")
     lines.append(
-        "Wall-clock: sweeps one after another, each sweep's jobs sharing the cores, with the start-up "
+        "Wall-clock: sweeps one after another, each sharing the cores among its jobs, with the start-up "
         "of each job and sweep and the report (esbench.recipes.estimate)."
     )
     return "\n".join(lines)
