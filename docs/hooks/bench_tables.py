@@ -57,7 +57,9 @@ def _format_baselines(section: Any) -> str:
 def _format_atari(section: Any) -> str:
     from esbench.bench.atari import format_atari_bench
 
-    return format_atari_bench(section)
+    # JSON object keys are strings; the formatter looks the speedups up by worker count.
+    speedup = {int(k): v for k, v in section.get("speedup", {}).items()}
+    return format_atari_bench({**section, "speedup": speedup})
 
 
 def _format_es_family(section: Any) -> str:
