@@ -334,8 +334,9 @@ def calibrate(lm: bool = True) -> dict[str, Any]:
         timings[name] = time.perf_counter() - start
         return value
 
-    # First, before any Dask cluster of this process has run: a closing cluster's processes still
-    # use a core for a while, and two processes at once were measured at half speed after one.
+    # First: the measurement most sensitive to other processes, so none of this process's own
+    # (a Dask cluster still closing) runs beside it. Other people's jobs do: on a shared machine it
+    # measures what they leave free then (one busy core halves it).
     efficiency = timed("two processes at once", parallel_efficiency)
     raw = timed("raw MuJoCo rates", mujoco_rates)
     rates: dict[str, Any] = {"mujoco_raw": raw, "parallel_efficiency": efficiency}
