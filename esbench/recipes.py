@@ -330,6 +330,9 @@ def get_recipe(name: str, directory: Path = EXPERIMENTS_DIR) -> Recipe:
 # --- cost estimates -------------------------------------------------------------------------------
 
 STEP_RATES: dict[str, Any] = {
+    # The built-in rates: a machine without a calibration file (``esbench bench calibrate`` writes
+    # one, esbench.utils.calibration) is priced with these. Every key has the meaning and unit of
+    # the calibration's ``rates`` (esbench.bench.calibrate says how each is measured).
     # MuJoCo -v5, raw env steps/s in one process with a constant action, measured on the 2-core
     # development machine (gymnasium 1.x, mujoco 3.x, 4,000 steps each, other jobs running).
     "mujoco_raw": {
@@ -343,14 +346,25 @@ STEP_RATES: dict[str, Any] = {
         "humanoid": 2_000,  # DESIGN.md "Facts checked"
         "cartpole": 50_000,  # assumed, classic control
     },
-    # ES throughput per core as a fraction of raw (64x64 MLP forward, task overheads); DESIGN.md:
-    # HalfCheetah 11.7k/s with the MLP in the loop against 14k/s raw (0.84).
+    # ES per worker with the 64x64 MLP in the loop: DESIGN.md, HalfCheetah 11.7k/s against 14k/s
+    # raw (0.84 -> 0.8). Priced per step as the raw simulator's seconds plus the policy's
+    # (``es_policy_s``: 1/(0.8 x 23.6k) - 1/23.6k); ``es_steps_per_s`` (calibration only)
+    # replaces that for the environments it measured, and ``es_episode_steps`` (calibration only)
+    # prices their evaluation episodes at the measured mean length instead of the limit.
     "es_fraction": 0.8,
+    "es_policy_s": 1.06e-5,
+    "es_steps_per_s": {},
+    "es_episode_steps": {},
+    # Two busy processes on two cores against twice one (two raw simulators at once: 0.85-0.9
+    # here): jobs that share the machine run this much slower than alone.
+    "parallel_efficiency": 0.85,
     # SB3 on MuJoCo, one thread, steps/s; the cost is dominated by the updates, so one rate for
-    # every MuJoCo env. Each baseline's rate is a fact of its registry entry (``steps_per_s``), measured
-    # in the mini runs here (two jobs at once on 2 cores): TRPO, 18 table1 runs (mean 1.58k) and 6
-    # curves runs (2.03k) -> 1.7k; PPO 6 curves runs, 1.50-1.52k; A2C 6 curves runs, 1.13-1.26k;
-    # DQN assumed, not measured. This is the rate of one without an entry.
+    # every MuJoCo env. Built in: each baseline's rate is a fact of its registry entry
+    # (``steps_per_s``), measured in the mini runs here (two jobs at once on 2 cores): TRPO, 18
+    # table1 runs (mean 1.58k) and 6 curves runs (2.03k) -> 1.7k; PPO 6 curves runs, 1.50-1.52k;
+    # A2C 6 curves runs, 1.13-1.26k; DQN assumed, not measured. ``rl_default``: one without an
+    # entry. A calibration measures ``rl_steps_per_s`` per algorithm.
+    "rl_steps_per_s": {},
     "rl_default": 800,
     # Atari: seconds per agent step = cnn + frame_skip * frame. Emulator ~2.5k agent steps/s at
     # frame-skip 4 (DESIGN.md: ALE v5 ~2k, brief: 2-3k) -> 1e-4 s/frame; ES CNN ~1.6k steps/s at
@@ -359,64 +373,222 @@ STEP_RATES: dict[str, Any] = {
     # 550-720 steps/s, mean ~640 -> 1.56e-3 s/step - 4e-4 s of frames); PPO and DQN assumed alike.
     "atari_frame_s": 1.0e-4,
     "atari_cnn_s": {"es": 2.25e-4, "rl": 1.15e-3},
-    "job_overhead_s": 8.0,  # cluster/env/policy start-up, W&B offline init, report I/O per job
-    # env=lm, the default model (1.06M parameters), one torch thread, measured on the shared 2-core
-    # machine at load ~10 (2,048 completions per learner from an untrained model, so every
-    # completion runs its full 12 tokens): training completions per second, seconds to evaluate one
-    # task on 200 held-out prompts, and seconds per pretraining step (1,500 steps took ~6 min).
+    # Language models (env=lm), one job in one process with one torch thread, at the smoke model
+    # (conf/env_budget/lm_smoke.yaml: width 64, 2 layers); other models scale by width^2 x layers.
+    # completion_s: seconds per training completion; job_s: a job's fixed cost with ``points``
+    # evaluation points (model, tasks, stages); eval_point_s: each further point. Measured by
+    # ``esbench bench calibrate`` on the 2-core development machine (other jobs running).
     "lm": {
-        "completions_per_s": {"eggroll": 200.0, "openai_es": 146.0, "grpo": 34.0},
-        "eval_task_s": 1.4,
+        "completion_s": {"eggroll": 8.0e-4, "openai_es": 5.1e-4, "grpo": 8.1e-3},
+        "job_s": {"eggroll": 1.6, "openai_es": 2.0, "grpo": 3.3},
+        "eval_point_s": 0.63,
+        "points": 3,
+        "first_use_s": {"es": 3.6, "grpo": 3.5},  # once per reproduce: imports of transformers, TRL
+        # Seconds per pretraining step of the task-A model (once per budget preset: it is cached by
+        # config hash), the default model at load ~10 on 2 cores: 1,500 steps took ~6 min.
         "pretrain_step_s": 0.24,
     },
+    # Fixed costs, measured on a tiny real sweep (an ES and a TRPO job): per job on its worker,
+    # per sweep (interpreter, Hydra, validation, the cluster's start and stop), per recipe (the
+    # report, one interpreter start-up). table1 smoke here: ES job 2.5 s for a 2.0 s run, TRPO
+    # 14.6 s for 11.3 s, ~5 s between sweeps.
+    "job_overhead_s": {"es": 0.5, "rl": 3.3},
+    "sweep_overhead_s": 5.0,
+    "recipe_overhead_s": 8.0,
+    # Composing and checking one job's config (``esbench reproduce`` checks every job before the
+    # first starts, and each sweep checks its own again): assumed.
+    "validate_s": 0.2,
 }
+#: Episode length limits of the environments whose limit is not Gymnasium's MuJoCo 1,000 steps
+#: (an evaluation episode is priced at its limit).
+EPISODE_STEPS: dict[str, int] = {"cartpole": 500}
+#: The model the ``lm`` rates are measured at (width, layers): ``budget=smoke``'s.
+LM_RATE_MODEL: tuple[int, int] = (64, 2)
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The rates an estimate is priced from, and where they came from.
+
+    Attributes:
+        rates: :data:`STEP_RATES`, with a calibration's measured rates in place of the built-in ones.
+        source: ``"priced by calibration of <date> (<path>)"`` or ``"priced by built-in rates; ..."``.
+        calibrated: Whether a calibration file priced it.
+    """
+
+    rates: dict[str, Any]
+    source: str
+    calibrated: bool
+
+
+_PRICING_CACHE: dict[tuple[str, float], Pricing] = {}
+
+
+def pricing(path: Path | None = None) -> Pricing:
+    """The rates of this machine: the calibration file's (``path``, default
+    :func:`esbench.utils.calibration.calibration_path`) over the built-in :data:`STEP_RATES`.
+
+    Raises:
+        CalibrationError: The file exists but is not a calibration (the message says to rerun it).
+    """
+    from esbench.utils.calibration import calibration_path, load_calibration
+
+    source = path or calibration_path()
+    try:
+        key = (str(source), source.stat().st_mtime)
+    except OSError:
+        key = (str(source), -1.0)
+    if key in _PRICING_CACHE:
+        return _PRICING_CACHE[key]
+    data = load_calibration(source)
+    if data is None:
+        result = Pricing(
+            STEP_RATES,
+            "priced by built-in rates; run `esbench bench calibrate` to measure this machine",
+            False,
+        )
+    else:
+        result = Pricing(
+            _merged(STEP_RATES, data["rates"]), f"priced by calibration of {data['date']} ({source})", True
+        )
+    _PRICING_CACHE[key] = result
+    return result
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over``'s values in place, mappings merged key by key."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 @dataclass
 class Cost:
-    """Estimated cost of a scale of a recipe."""
+    """Estimated cost of a scale of a recipe.
+
+    Attributes:
+        jobs: Jobs of the scale.
+        timesteps: Their training timesteps.
+        core_s: Core-seconds of the jobs (each job's compute and start-up).
+        wall_s: Wall-clock seconds on ``cores`` cores, sweeps one after another, with every fixed cost.
+        cores: Cores priced for.
+        source: Which rates priced it (:attr:`Pricing.source`).
+    """
 
     jobs: int
     timesteps: int
     core_s: float
     wall_s: float  # on ``cores`` cores
     cores: int
+    source: str = ""
 
 
-def _job_cost(job: list[str]) -> tuple[int, float, float]:
-    """(training timesteps, core-seconds, parallelism) of one job from its overrides."""
+def _job_cost(job: list[str], rates: dict[str, Any] | None = None) -> tuple[int, float, float]:
+    """(training timesteps, core-seconds, cores it can use: 0 for all) of one job from its overrides."""
+    r = rates if rates is not None else pricing().rates
     o = {_key(a): a.split("=", 1)[1] for a in job if "=" in a}
     algo, env = o.get("algo", "openai_es"), o.get("env", "halfcheetah")
     steps = int(o.get("budget.timesteps", 1_000_000))
     interval = int(o.get("eval.interval_timesteps", 50_000))
     episodes = int(o.get("eval.episodes", 5))
+    stages = 1
     if o.get("sequence", "none") not in ("none", "null"):  # every stage evaluated at every point
         env_option, stage_steps = sequence_shape(o["sequence"])
         env = o.get("env", env_option)
         if o.get("sequence.stage_timesteps", "null") != "null":
             stage_steps = [int(o["sequence.stage_timesteps"])] * len(stage_steps)
+        if env == "lm" and o.get("budget.stage_timesteps", "null") != "null":
+            stage_steps = [int(o["budget.stage_timesteps"]) if s else 0 for s in stage_steps]
         only = o.get("sequence.only_stage", "null")
         steps = stage_steps[int(only)] if only != "null" else sum(stage_steps)
-        episodes *= len(stage_steps)
+        stages = len(stage_steps)
+        episodes *= stages
     load_components()
-    is_es = family_of(algo) == "es"
+    family = family_of(algo)
+    is_es = family == "es"
+    overhead = r["job_overhead_s"]["es" if is_es else "rl"]
+    workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
     if env == "lm":
-        return _lm_job_cost(o, algo, steps, interval, episodes)
+        return steps, _lm_cost(algo, steps, interval, stages, o.get("budget", "smoke"), r), 1.0
     if env == "atari":
         fs = int(o.get("env.frame_skip", 4))
         cap = int(o.get("env.max_episode_steps", 27_000))
-        frame = STEP_RATES["atari_frame_s"] * fs
-        train_s = steps * (STEP_RATES["atari_cnn_s"]["es" if is_es else "rl"] + frame)
+        if is_es:
+            steps = whole_generations(steps, algo, o, min(cap, 10_000 // fs))
+        frame = r["atari_frame_s"] * fs
+        train_s = steps * (r["atari_cnn_s"]["es" if is_es else "rl"] + frame)
         eval_steps = (steps // interval + 1) * episodes * min(cap, 10_000 // fs)
-        eval_s = eval_steps * (STEP_RATES["atari_cnn_s"]["es"] + frame)
+        eval_s = eval_steps * (r["atari_cnn_s"]["es"] + frame)
     else:
-        raw = STEP_RATES["mujoco_raw"].get(env, 10_000)
-        es_rate = raw * STEP_RATES["es_fraction"]
-        rl_rate = get_algorithm(algo).steps_per_s if family_of(algo) is not None else None
-        train_s = steps / (es_rate if is_es else (rl_rate or STEP_RATES["rl_default"]))
-        eval_s = (steps // interval + 1) * episodes * 1000 / es_rate
-    workers = int(o["cluster.n_workers"]) if o.get("cluster.n_workers", "null") != "null" else 0
-    return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], float(workers)
+        es_rate = es_steps_per_s(env, r)
+        if is_es:
+            steps = whole_generations(steps, algo, o, eval_episode_steps(env, o, r))
+        rl_rate = r["rl_steps_per_s"].get(algo) or (get_algorithm(algo).steps_per_s if family else None)
+        train_s = steps / (es_rate if is_es else (rl_rate or r["rl_default"]))
+        eval_s = (steps // interval + 1) * episodes * eval_episode_steps(env, o, r) / es_rate
+    return steps, train_s + eval_s + overhead, float(workers if is_es else 1)
+
+
+def whole_generations(steps: int, algo: str, overrides: dict[str, str], episode_steps: float) -> int:
+    """An ES budget rounded up to whole generations: ES stops after the generation that reaches
+    its budget, so a small budget can run up to one generation (population x episode steps) more."""
+    option = overrides.get("algo", algo)
+    path = conf_dir() / "algo" / f"{option}.yaml"
+    data = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    population = int(overrides.get("algo.population_size", data.get("population_size", 40)))
+    per_generation = max(int(population * episode_steps), 1)
+    return math.ceil(steps / per_generation) * per_generation
+
+
+def eval_episode_steps(env: str, overrides: dict[str, str], rates: dict[str, Any]) -> float:
+    """Steps an evaluation episode is priced at: the environment's limit (``env.max_episode_steps``,
+    else :data:`EPISODE_STEPS`, else 1,000), or, where a calibration measured ES on the environment,
+    the mean episode length of that short run when shorter (episodes that end early, as a smoke
+    run's do; a long run whose policy survives longer is underpriced by as much)."""
+    cap = float(overrides.get("env.max_episode_steps", EPISODE_STEPS.get(env, 1000)))
+    return min(cap, float(rates["es_episode_steps"].get(env, cap)))
+
+
+def es_steps_per_s(env: str, rates: dict[str, Any]) -> float:
+    """ES's steps/s per worker on ``env``: measured (``es_steps_per_s``), else the raw simulator's
+    seconds per step plus the policy's (``es_policy_s``)."""
+    if env in rates["es_steps_per_s"]:
+        return float(rates["es_steps_per_s"][env])
+    raw = float(rates["mujoco_raw"].get(env, 10_000))
+    return 1.0 / (1.0 / raw + float(rates["es_policy_s"]))
+
+
+def _lm_cost(
+    algo: str, completions: int, interval: int, stages: int, scale: str, rates: dict[str, Any]
+) -> float:
+    """Seconds of one language-model job: its fixed cost, its completions, its further evaluation
+    points, scaled from the measured model to this scale's (width^2 x layers)."""
+    lm = rates["lm"]
+    kind = algo if algo in lm["completion_s"] else ("grpo" if family_of(algo) == "rl" else "openai_es")
+    points = completions // max(interval, 1) + stages + 1
+    width, layers = lm_model_shape(scale)
+    size = (width**2 * layers) / (LM_RATE_MODEL[0] ** 2 * LM_RATE_MODEL[1])
+    seconds = (
+        lm["job_s"][kind]
+        + completions * lm["completion_s"][kind]
+        + max(points - lm["points"], 0) * lm["eval_point_s"]
+    )
+    return seconds * max(size, 1.0)  # a smaller model is no cheaper: fixed costs dominate it
+
+
+def lm_model_shape(scale: str) -> tuple[int, int]:
+    """(width, layers) of the language model of ``budget=<scale>`` (conf/env_budget/lm_<scale>.yaml
+    over conf/env/lm.yaml)."""
+    base = (yaml.safe_load((conf_dir() / "env" / "lm.yaml").read_text()) or {}).get("lm", {}).get("model", {})
+    path = conf_dir() / "env_budget" / f"lm_{scale}.yaml"
+    over = (
+        ((yaml.safe_load(path.read_text()) or {}).get("lm", {}) or {}).get("model", {})
+        if path.exists()
+        else {}
+    )
+    model = {**base, **(over or {})}
+    return int(model.get("hidden_size", 128)), int(model.get("num_layers", 4))
 
 
 def _lm_preset(o: dict[str, str]) -> dict[str, Any]:
@@ -426,27 +598,10 @@ def _lm_preset(o: dict[str, str]) -> dict[str, Any]:
     return dict(data.get("lm") or {})
 
 
-def _lm_job_cost(
-    o: dict[str, str], algo: str, steps: int, interval: int, tasks: int
-) -> tuple[int, float, float]:
-    """An ``env=lm`` job: its completions at the learner's rate, and every evaluation point's
-    ``tasks`` tasks plus the prior's measures on ``lm.decoding.eval_prompts`` prompts each."""
-    rates = STEP_RATES["lm"]
-    seq = o.get("sequence", "none")
-    if seq not in ("none", "null") and "budget.stage_timesteps" in o:  # the lm_* sequences' stage budget
-        per_stage = int(o["budget.stage_timesteps"])
-        steps = sum(per_stage if n else 0 for n in sequence_shape(seq)[1])  # a budget-0 stage stays 0
-    prompts = int(
-        o.get("lm.decoding.eval_prompts", (_lm_preset(o).get("decoding") or {}).get("eval_prompts", 200))
-    )
-    train_s = steps / rates["completions_per_s"].get(algo, min(rates["completions_per_s"].values()))
-    eval_s = (steps // interval + 2) * (tasks + 1) * rates["eval_task_s"] * prompts / 200
-    return steps, train_s + eval_s + STEP_RATES["job_overhead_s"], 1.0  # one torch thread
-
-
-def lm_pretrain_s(jobs: Sequence[Sequence[str]]) -> float:
+def lm_pretrain_s(jobs: Sequence[Sequence[str]], rates: dict[str, Any] | None = None) -> float:
     """Seconds of pretraining the task-A models of ``env=lm`` jobs: once per budget preset (the
-    prior is cached by config hash and shared by every learner and seed)."""
+    prior is cached by config hash and shared by every learner and seed), priced from the default
+    model's seconds per step (``lm.pretrain_step_s``) scaled to the preset's model."""
     budgets = set()
     for job in jobs:
         o = {_key(a): a.split("=", 1)[1] for a in job if "=" in a}
@@ -454,8 +609,14 @@ def lm_pretrain_s(jobs: Sequence[Sequence[str]]) -> float:
         env = o.get("env", sequence_shape(seq)[0] if seq not in ("none", "null") else "")
         if env == "lm":
             budgets.add(o.get("budget", "mini"))
-    steps = sum(int((_lm_preset({"budget": b}).get("pretrain") or {}).get("steps", 1500)) for b in budgets)
-    return steps * float(STEP_RATES["lm"]["pretrain_step_s"])
+    per_step = float((rates or STEP_RATES)["lm"]["pretrain_step_s"])  # at the default model
+    width, layers = lm_model_shape("default")
+    seconds = 0.0
+    for b in budgets:
+        steps = int((_lm_preset({"budget": b}).get("pretrain") or {}).get("steps", 1500))
+        w, n = lm_model_shape(b)
+        seconds += steps * per_step * (w**2 * n) / (width**2 * layers)  # a step's cost ~ width^2 x layers
+    return seconds
 
 
 def sequence_shape(name: str) -> tuple[str, list[int]]:
@@ -474,21 +635,59 @@ def sequence_shape(name: str) -> tuple[str, list[int]]:
 
 def estimated_core_seconds(overrides: Sequence[str]) -> float:
     """Estimated core-seconds of one job from its override strings (``algo=``, ``env=``,
-    ``budget.timesteps=``, ...): a relative weight for a sweep's ETA, priced by :data:`STEP_RATES`."""
+    ``budget.timesteps=``, ...): a relative weight for a sweep's ETA, priced by :func:`pricing`."""
     return _job_cost(list(overrides))[1]
 
 
-def estimate(recipe: Recipe, scale: str, cores: int = 2) -> Cost:
-    """Jobs, timesteps, core-seconds and wall-clock on ``cores`` cores of a recipe's scale."""
-    jobs = [j for sweep in recipe.plan(scale) for j in sweep.jobs()]
-    costs = [_job_cost(j) for j in jobs]
-    pretrain = lm_pretrain_s(jobs)  # env=lm: the task-A model, once, before the first job
-    core_s = sum(c for _, c, _ in costs) + pretrain
-    if recipe.launcher == "basic":  # one job at a time, each on its own n_workers
-        wall = pretrain + sum(c / max(min(w or cores, cores), 1) for _, c, w in costs)
-    else:
-        wall = core_s / cores
-    return Cost(len(jobs), sum(s for s, _, _ in costs), core_s, wall, cores)
+def estimate(recipe: Recipe, scale: str, cores: int = 2, prices: Pricing | None = None) -> Cost:
+    """Jobs, timesteps, core-seconds and wall-clock on ``cores`` cores of a recipe's scale.
+
+    The wall-clock follows how ``esbench reproduce`` runs a recipe: its sweeps one after another,
+    each paying ``sweep_overhead_s``; inside a sweep on the Dask launcher the jobs share the cores
+    (an ES job spreads its rollouts over all workers, an RL or language-model job uses one), so a
+    sweep lasts its core-seconds over the cores, slowed by ``parallel_efficiency`` when more than
+    one core is busy, and at least its longest job; on the basic launcher its jobs run one at a
+    time. Every job's config is checked twice before it runs (``validate_s`` each: once by
+    ``esbench reproduce`` before the first job, once by its sweep). The recipe adds
+    ``recipe_overhead_s`` once (start-up and the report).
+    """
+    p = prices or pricing()
+    r = p.rates
+    efficiency = float(r["parallel_efficiency"]) if cores > 1 else 1.0
+    jobs = timesteps = 0
+    core_s = 0.0
+    wall = float(r["recipe_overhead_s"])
+    first_use: set[str] = set()  # language-model learner kinds whose first job pays the imports
+    every_job: list[list[str]] = []
+    for sweep in recipe.plan(scale):
+        every_job.extend(sweep.jobs())
+        costs = [_job_cost(j, r) for j in sweep.jobs()]
+        first_use.update(k for k in map(_lm_kind, sweep.jobs()) if k is not None)
+        jobs += len(costs)
+        timesteps += sum(s for s, _, _ in costs)
+        core_s += sum(c for _, c, _ in costs)
+        wall += float(r["sweep_overhead_s"]) + 2 * len(costs) * float(r["validate_s"])
+        if recipe.launcher == "basic":  # one job at a time, each on its own n_workers
+            wall += sum(c / max(min(w or cores, cores), 1) for _, c, w in costs)
+            continue
+        busy = min(cores, sum(min(w or cores, cores) for _, _, w in costs))  # cores the jobs can use
+        eff = efficiency if busy > 1 else 1.0
+        longest = max(c / max(min(w or cores, cores), 1) for _, c, w in costs)  # one job alone
+        wall += max(sum(c for _, c, _ in costs) / (busy * eff), longest)
+    wall += sum(float(r["lm"]["first_use_s"][k]) for k in first_use)
+    pretrain = lm_pretrain_s(every_job, r)  # env=lm: the task-A model, once, before the first job
+    return Cost(jobs, timesteps, core_s + pretrain, wall + pretrain, cores, p.source)
+
+
+def _lm_kind(job: list[str]) -> str | None:
+    """``es`` or ``grpo`` for a language-model job (``env=lm``, directly or by its sequence), else None."""
+    o = {_key(a): a.split("=", 1)[1] for a in job if "=" in a}
+    env = o.get("env")
+    if env is None and o.get("sequence", "none") not in ("none", "null"):
+        env = sequence_shape(o["sequence"])[0]
+    if env != "lm":
+        return None
+    return "es" if family_of(o.get("algo", "openai_es")) == "es" else "grpo"
 
 
 def did_you_mean(name: str, allowed: Sequence[str]) -> str:
@@ -528,13 +727,30 @@ def list_recipes(cores: int = 2, big: int = 64) -> str:
                 f"  {scale:<8} {c.jobs:>4} jobs {_steps(c.timesteps):>7} steps "
                 f"{c.core_s / 3600:>9.2f} core-h  ~{human_seconds(c.wall_s)} on {cores} cores{extra}"
             )
+    p = pricing()
+    lines.append(f"Estimates {p.source}: {rates_summary(p.rates)}.")
     lines.append(
-        "Estimates from measured step rates (esbench.recipes.STEP_RATES): MuJoCo raw rates measured "
-        "here, ES at 0.8 of raw; SB3 TRPO 1.7k, PPO 1.5k, A2C 1.2k steps/s per thread; Atari ES "
-        "~1.6k agent steps/s per core at frame-skip 4, A2C on Atari ~0.64k (measured); env=lm: training "
-        "completions/s of each learner, evaluation and pretraining seconds, measured under load."
+        "Wall-clock: sweeps one after another, each sharing the cores among its jobs, with the start-up "
+        "of each job and sweep and the report, and for env=lm the task-A pretraining once per "
+        "budget preset (esbench.recipes.estimate)."
     )
     return "\n".join(lines)
+
+
+def rates_summary(rates: dict[str, Any]) -> str:
+    """The headline rates in one line: HalfCheetah raw and ES, each baseline, Atari, start-up."""
+    load_components()
+    rl = {a: rates["rl_steps_per_s"].get(a) or get_algorithm(a).steps_per_s for a in ("trpo", "ppo", "a2c")}
+    atari_es = 1.0 / (rates["atari_cnn_s"]["es"] + 4 * rates["atari_frame_s"])
+    overhead = rates["job_overhead_s"]
+    return (
+        f"HalfCheetah raw {_steps(int(rates['mujoco_raw']['halfcheetah']))} steps/s, ES "
+        f"{_steps(int(es_steps_per_s('halfcheetah', rates)))} steps/s per worker; SB3 "
+        + ", ".join(f"{a.upper()} {_steps(int(v or rates['rl_default']))}" for a, v in rl.items())
+        + f" steps/s per thread; Atari ES {_steps(int(atari_es))} agent steps/s per core at frame-skip 4; "
+        f"start-up {overhead['es']:.1f} s (ES) / {overhead['rl']:.1f} s (RL) per job, "
+        f"{rates['sweep_overhead_s']:.0f} s per sweep, {rates['recipe_overhead_s']:.0f} s per recipe"
+    )
 
 
 def all_jobs(recipe: Recipe, scale: str) -> list[list[str]]:

@@ -33,7 +33,9 @@ from esbench.recipes import (
     human_seconds,
     list_recipes,
     load_recipes,
+    pricing,
 )
+from esbench.utils.calibration import CalibrationError
 
 USAGE = (__doc__ or "").strip()
 #: Where reports go unless ``out_dir=`` says otherwise: a git-ignored directory, so a reproduction
@@ -76,13 +78,15 @@ def _scale(opts: dict[str, str], recipes: list[Recipe]) -> str:
 
 
 def _cost_line(recipes: list[Recipe], scale: str) -> str:
-    """What the reproduction will cost, printed before its first job (estimates from STEP_RATES)."""
+    """What the reproduction will cost, printed before its first job, and which rates priced it
+    (this machine's calibration, or the built-in rates)."""
     cores = os.cpu_count() or 1
-    costs = [estimate(r, scale, cores) for r in recipes if scale in r.scales]
+    prices = pricing()
+    costs = [estimate(r, scale, cores, prices) for r in recipes if scale in r.scales]
     jobs, wall = sum(c.jobs for c in costs), sum(c.wall_s for c in costs)
     return (
         f"esbench: reproduce {', '.join(r.name for r in recipes)} at scale {scale}: {jobs} job(s), "
-        f"estimated ~{human_seconds(wall)} on {cores} core(s) (esbench reproduce --list)"
+        f"estimated ~{human_seconds(wall)} on {cores} core(s), {prices.source}"
     )
 
 
@@ -181,7 +185,7 @@ def main(argv: list[str]) -> int:
                 validate_sweep(list(s.overrides))
         print(_cost_line(recipes, scale), flush=True)
         _check_cluster(overrides)
-    except ConfigError as e:
+    except (ConfigError, CalibrationError) as e:
         print(f"esbench reproduce: error: {e}", file=sys.stderr)
         return 2
     except ClusterError as e:

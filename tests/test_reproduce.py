@@ -92,10 +92,13 @@ def test_lm_jobs_are_priced_by_the_language_model_rates() -> None:
     assert smoke.timesteps == 6 * 2048  # the stage budget of task B; the pretraining stage is 0
     jobs = all_jobs(recipe, "mini")
     cost = {j[-3]: _job_cost(j)[1] for j in jobs}
-    rates = STEP_RATES["lm"]["completions_per_s"]
-    assert cost["algo=grpo"] > 40960 / rates["grpo"] > cost["algo=eggroll"] > 40960 / rates["eggroll"]
-    assert lm_pretrain_s(jobs) == 1500 * STEP_RATES["lm"]["pretrain_step_s"]  # once, not per job
-    assert estimate(recipe, "mini").wall_s > sum(cost.values()) * 5  # one job at a time, 5 seeds
+    assert cost["algo=grpo"] > cost["algo=openai_es"] and cost["algo=grpo"] > cost["algo=eggroll"]
+    # The task-A model once (mini trains the default model: its measured seconds per step), not per job.
+    assert lm_pretrain_s(jobs) == 1500 * STEP_RATES["lm"]["pretrain_step_s"]
+    assert lm_pretrain_s(jobs + jobs) == lm_pretrain_s(jobs)
+    assert 0 < lm_pretrain_s(all_jobs(recipe, "smoke")) < lm_pretrain_s(jobs)  # a smaller model, fewer steps
+    mini = estimate(recipe, "mini")
+    assert mini.core_s >= sum(_job_cost(j)[1] for j in jobs) + lm_pretrain_s(jobs)
 
 
 def test_bad_recipe_files_fail_with_one_line(tmp_path: Path) -> None:

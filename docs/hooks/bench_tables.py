@@ -34,6 +34,8 @@ COMMANDS = {
     "comm": "esbench bench comm",
     "store": "esbench bench store",
     "projection": "esbench bench projection",
+    "lm": "esbench bench lm",
+    "calibrate": "esbench bench calibrate",
 }
 
 
@@ -55,7 +57,9 @@ def _format_baselines(section: Any) -> str:
 def _format_atari(section: Any) -> str:
     from esbench.bench.atari import format_atari_bench
 
-    return format_atari_bench(section)
+    # JSON object keys are strings; the formatter looks the speedups up by worker count.
+    speedup = {int(k): v for k, v in section.get("speedup", {}).items()}
+    return format_atari_bench({**section, "speedup": speedup})
 
 
 def _format_es_family(section: Any) -> str:
@@ -91,6 +95,18 @@ def _format_projection(section: Any) -> str:
     return format_projection(section)
 
 
+def _format_lm(section: Any) -> str:
+    from esbench.bench.lm import format_lm
+
+    return format_lm(section)
+
+
+def _format_calibrate(section: Any) -> str:
+    from esbench.bench.calibrate import format_calibration
+
+    return format_calibration(section)
+
+
 FORMATTERS: dict[str, Callable[[Any], str]] = {
     "mujoco": _format_mujoco,
     "baselines": _format_baselines,
@@ -100,6 +116,8 @@ FORMATTERS: dict[str, Callable[[Any], str]] = {
     "comm": _format_comm,
     "store": _format_store,
     "projection": _format_projection,
+    "lm": _format_lm,
+    "calibrate": _format_calibrate,
 }
 
 

@@ -1,7 +1,8 @@
 """``esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] [tracker=T] [project=P]
 [entity=E] [--allow-partial]`` and ``esbench report --check PATH``.
 
-``tracker=wandb_online`` / ``wandb_offline`` also logs the report to W&B
+The report goes to ``out_dir/<target>/`` (default ``reports/``, git-ignored; ``out_dir=paper``
+updates the committed reports). ``tracker=wandb_online`` / ``wandb_offline`` also logs the report to W&B
 (:mod:`esbench.analysis.wandb_report`); ``none`` (the default) does not.
 
 Exit codes: 0 report written; 2 bad usage, unknown target, no runs, or missing runs / unequal
@@ -22,8 +23,12 @@ from esbench.analysis.report_data import ReportDataError
 from esbench.analysis.stats import IncompleteResultsError
 from esbench.analysis.wandb_report import TRACKERS, WandbReportSettings, log_report_to_wandb
 
+#: Where reports go unless ``out_dir=`` says otherwise: the git-ignored ``reports/``, as for
+#: ``esbench reproduce``, so a report never overwrites the committed ones in ``paper/`` unless
+#: asked (``out_dir=paper``).
+DEFAULT_OUT_DIR = "reports"
 USAGE = (
-    "usage: esbench report TARGET [results_dir=PATH] [out_dir=PATH] [seed=N] "
+    "usage: esbench report TARGET [results_dir=PATH] [out_dir=PATH (default reports)] [seed=N] "
     f"[tracker={'|'.join(TRACKERS)}] [project=NAME] [entity=NAME] [--allow-partial]; "
     f"TARGET: {', '.join(TARGETS)}, or a path to a results directory\n"
     "       esbench report --check PATH   (PATH: a report directory such as paper/table1, or paper)"
@@ -79,7 +84,7 @@ def main(argv: list[str]) -> int:
         path = build_report(
             target,
             results_dir=opts.get("results_dir", "results/runs"),
-            out_dir=opts.get("out_dir", "paper"),
+            out_dir=opts.get("out_dir", DEFAULT_OUT_DIR),
             allow_partial=allow_partial,
             seed=seed,
         )

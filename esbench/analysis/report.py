@@ -1184,8 +1184,11 @@ def render_report(root: str | Path) -> Path:
 def _revision_warnings(manifest: Manifest) -> list[str]:
     """Loud lines at the top of REPORT.md when the report or its runs cannot be tied to one clean commit."""
     out = []
-    if manifest.report_commit is None:
-        out.append("> **Warning: this report was not made from a git checkout**: no commit reproduces it.\n")
+    if manifest.report_commit is None or manifest.report_dirty is None:
+        made = f" ({manifest.report_commit})" if manifest.report_commit else ""
+        out.append(
+            f"> **Warning: this report was not made from a git checkout**{made}: no commit reproduces it.\n"
+        )
     elif manifest.report_dirty:
         out.append(
             f"> **Warning: this report was made from a working tree with uncommitted changes** (on "

@@ -8,6 +8,8 @@
 * :mod:`.comm`: bytes to and from the workers per generation, from ~6k to ~1M parameters.
 * :mod:`.store`: the results store over a long run (appending metrics rows against rewriting).
 * :mod:`.eggroll`: EGGROLL's low-rank members against full-rank ones as the MLP grows.
+* :mod:`.calibrate`: this machine's rates for cost estimates (``esbench bench calibrate``),
+  measured with the functions above and saved where :mod:`esbench.recipes` prices from them.
 * :mod:`.projection`: the costs the scaling projection is calibrated from (rollout cost per
   environment, master time against population, message sizes, scheduler cost per task).
 

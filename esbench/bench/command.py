@@ -9,7 +9,10 @@
     esbench bench store           # metrics.csv: appending rows against rewriting it, 1k/5k rows
     esbench bench projection      # costs the scaling projection is calibrated from (report scaling)
     esbench bench lm              # LM ES members: EGGROLL's batched forward against plain inference
-    esbench bench all
+    esbench bench calibrate [--out PATH] [--no-lm]
+                                  # this machine's rates for cost estimates (a few minutes), saved
+                                  # where `esbench reproduce` reads them (~/.cache/esbench/calibration.json)
+    esbench bench all             # every benchmark above but calibrate
 
 Each benchmark lives in its own module of this package; this one only dispatches and saves.
 """
@@ -32,7 +35,7 @@ from esbench.utils.io import atomic_write_json
 
 
 def main(argv: list[str]) -> int:
-    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|store|projection|lm|all]``."""
+    """``esbench bench [mujoco|baselines|atari|es_family|eggroll|comm|store|projection|lm|calibrate|all]``."""
     what = argv[0] if argv else "mujoco"
     allowed = (
         "mujoco",
@@ -44,6 +47,7 @@ def main(argv: list[str]) -> int:
         "store",
         "projection",
         "lm",
+        "calibrate",
         "all",
     )
     if what in ("-h", "--help", "help"):
@@ -52,6 +56,8 @@ def main(argv: list[str]) -> int:
     if what not in allowed:
         print(f"esbench: error: unknown benchmark {what!r}; allowed: {', '.join(allowed)}", file=sys.stderr)
         return 2
+    if what == "calibrate":
+        return _calibrate(argv[1:])
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"machine": _machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if what in ("mujoco", "all"):
@@ -112,4 +118,38 @@ def main(argv: list[str]) -> int:
     path = OUT_DIR / f"bench-{what}.json"
     atomic_write_json(path, results)
     print(f"\nesbench: benchmark written to {path}")
+    return 0
+
+
+def _calibrate(argv: list[str]) -> int:
+    """``esbench bench calibrate [--out PATH] [--no-lm]``: measure, save the calibration where cost
+    estimates read it (or ``--out``), and a copy as ``results/bench/bench-calibrate.json``."""
+    from pathlib import Path
+
+    from esbench.bench.calibrate import calibrate, format_calibration
+    from esbench.utils.calibration import calibration_path, save_calibration
+
+    out: Path | None = None
+    lm = True
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--out" and args:
+            out = Path(args.pop(0))
+        elif arg.startswith("--out="):
+            out = Path(arg.split("=", 1)[1])
+        elif arg == "--no-lm":
+            lm = False
+        else:
+            print(
+                f"esbench: error: bench calibrate: unknown argument {arg!r}; allowed: --out PATH, --no-lm",
+                file=sys.stderr,
+            )
+            return 2
+    data = calibrate(lm=lm)
+    path = save_calibration(data, out or calibration_path())
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(OUT_DIR / "bench-calibrate.json", {**data, "calibrate": data})
+    print("\n" + format_calibration(data))
+    print(f"\nesbench: calibration written to {path} (cost estimates now use it; esbench reproduce --list)")
     return 0

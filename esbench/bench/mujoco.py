@@ -45,7 +45,9 @@ def raw_env_samples(env_id: str = "HalfCheetah-v5", seconds: float = 5.0, chunk:
     load_components()  # also in a spawned process (concurrent_raw_rate), which starts with nothing
     cfg = compose_run_config([f"env.id={env_id}"])
     env = make_env(cfg.env)
-    action = np.zeros(tuple(env.action_space.shape or ()), np.float32)
+    # A constant action: zeros for a Box space, action 0 for a Discrete one (CartPole).
+    discrete = not env.action_space.shape
+    action = 0 if discrete else np.zeros(tuple(env.action_space.shape or ()), np.float32)
     env.reset(seed=0)
     rates: list[float] = []
     t0 = time.perf_counter()

@@ -351,11 +351,34 @@ def _fmt(v: Any) -> str:
 _PINNED_REVISION: ContextVar[dict[str, Any] | None] = ContextVar("esbench_code_revision", default=None)
 
 
-def code_revision() -> dict[str, Any]:
-    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the esbench checkout, now."""
-    repo = Path(__file__).resolve().parents[2]
-    commit, dirty = _git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")
+def code_revision(repo: Path | None = None) -> dict[str, Any]:
+    """``{"git_commit": sha, "git_dirty": bool}`` of the esbench checkout, now.
+
+    esbench installed from a wheel (or with ``pip install .``) is not a git checkout: it records
+    ``{"git_commit": "esbench <version> (no git checkout)", "git_dirty": None}``, naming the code
+    that ran. The checkout must be esbench's own (its top level holds this package): a
+    site-packages that happens to sit inside some other repository (a ``.venv`` in a project) is
+    not read as that repository's commit.
+
+    Args:
+        repo: The directory holding the ``esbench`` package (default: this installation's).
+    """
+    root = (repo or Path(__file__).resolve().parents[2]).resolve()
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != root:
+        return {"git_commit": f"esbench {installed_version()} (no git checkout)", "git_dirty": None}
+    commit, dirty = _git(root, "rev-parse", "HEAD"), _git(root, "status", "--porcelain")
     return {"git_commit": commit, "git_dirty": bool(dirty) if commit else None}
+
+
+def installed_version() -> str:
+    """esbench's version: the installed distribution's, else the package's ``__version__``."""
+    try:
+        return metadata.version("esbench")
+    except metadata.PackageNotFoundError:
+        from esbench import __version__
+
+        return __version__
 
 
 @contextlib.contextmanager
