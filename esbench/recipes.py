@@ -32,6 +32,7 @@ Each scale becomes one or more Hydra multirun sweeps (:class:`Sweep`), exactly w
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import math
 import re
@@ -191,10 +192,8 @@ def paper_target_entries(
 def _env_id(option: str) -> str:
     """The Gymnasium id of ``conf/env/<option>.yaml`` (the option itself when no such file)."""
     path = conf_dir() / "env" / f"{option}.yaml"
-    if not path.exists():
-        return option
-    data = yaml.safe_load(path.read_text()) or {}
-    return str((data.get("env") or {}).get("id", option))
+    data = _config_file(path)
+    return str((data.get("env") or {}).get("id", option)) if data else option
 
 
 def expand_families(algo: Any) -> Any:
@@ -530,12 +529,29 @@ def _job_cost(job: list[str], rates: dict[str, Any] | None = None) -> tuple[int,
     return steps, train_s + eval_s + overhead, float(workers if is_es else 1)
 
 
+def _config_file(path: Path) -> dict[str, Any]:
+    """A config file's YAML mapping (empty if absent), parsed once per file version: pricing a
+    recipe reads the same few files for each of its thousands of jobs."""
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _parsed_yaml(str(path), stamp)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_yaml(path: str, stamp: int) -> dict[str, Any]:
+    """The mapping in ``path`` at modification time ``stamp`` (the cache key; do not mutate it)."""
+    data = yaml.safe_load(Path(path).read_text())
+    return data if isinstance(data, dict) else {}
+
+
 def whole_generations(steps: int, algo: str, overrides: dict[str, str], episode_steps: float) -> int:
     """An ES budget rounded up to whole generations: ES stops after the generation that reaches
     its budget, so a small budget can run up to one generation (population x episode steps) more."""
     option = overrides.get("algo", algo)
     path = conf_dir() / "algo" / f"{option}.yaml"
-    data = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    data = _config_file(path)
     population = int(overrides.get("algo.population_size", data.get("population_size", 40)))
     per_generation = max(int(population * episode_steps), 1)
     return math.ceil(steps / per_generation) * per_generation
@@ -580,13 +596,9 @@ def _lm_cost(
 def lm_model_shape(scale: str) -> tuple[int, int]:
     """(width, layers) of the language model of ``budget=<scale>`` (conf/env_budget/lm_<scale>.yaml
     over conf/env/lm.yaml)."""
-    base = (yaml.safe_load((conf_dir() / "env" / "lm.yaml").read_text()) or {}).get("lm", {}).get("model", {})
+    base = (_config_file(conf_dir() / "env" / "lm.yaml").get("lm") or {}).get("model", {})
     path = conf_dir() / "env_budget" / f"lm_{scale}.yaml"
-    over = (
-        ((yaml.safe_load(path.read_text()) or {}).get("lm", {}) or {}).get("model", {})
-        if path.exists()
-        else {}
-    )
+    over = (_config_file(path).get("lm", {}) or {}).get("model", {})
     model = {**base, **(over or {})}
     return int(model.get("hidden_size", 128)), int(model.get("num_layers", 4))
 
@@ -594,7 +606,7 @@ def lm_model_shape(scale: str) -> tuple[int, int]:
 def _lm_preset(o: dict[str, str]) -> dict[str, Any]:
     """The ``lm`` block of the job's ``conf/env_budget/lm_<budget>.yaml`` (empty without one)."""
     path = conf_dir() / "env_budget" / f"lm_{o.get('budget', 'mini')}.yaml"
-    data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    data = _config_file(path)
     return dict(data.get("lm") or {})
 
 
@@ -623,7 +635,7 @@ def sequence_shape(name: str) -> tuple[str, list[int]]:
     """(env group option, timesteps of each stage) of ``conf/sequence/<name>.yaml``, for costs: the
     env is the sequence's ``override /env`` default (else its ``env.name``)."""
     path = conf_dir() / "sequence" / f"{name}.yaml"
-    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    data = _config_file(path)
     data = data or {}
     env = str((data.get("env") or {}).get("name", "halfcheetah"))
     for item in data.get("defaults") or []:
