@@ -312,12 +312,7 @@ def behaviour_rows(probes: Probes, snapshots: np.ndarray | None = None) -> pd.Da
 TABLE_KEYS: tuple[str, ...] = (
     "algo",
     "sequence",
-    "kind",
-    "stage_index",
-    "stage",
-    "to_index",
-    "to_stage",
-    "to_end",
+    *BEHAVIOUR_COLUMNS[: BEHAVIOUR_COLUMNS.index("to_end") + 1],  # the row's identity, not its measures
 )
 
 

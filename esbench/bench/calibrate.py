@@ -41,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -82,13 +81,9 @@ def machine_facts() -> dict[str, Any]:
 
 def versions() -> dict[str, str | None]:
     """Installed versions of esbench and the packages its rates depend on."""
-    out: dict[str, str | None] = {}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    from esbench.tracking.store import installed_versions
+
+    return installed_versions(_VERSIONED)
 
 
 def mujoco_rates(seconds: float = 1.0) -> dict[str, float]:

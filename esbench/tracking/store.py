@@ -396,14 +396,20 @@ def pinned_code_revision(revision: dict[str, Any]) -> Iterator[None]:
         _PINNED_REVISION.reset(token)
 
 
+def installed_versions(names: Iterable[str]) -> dict[str, str | None]:
+    """The installed version of each distribution in ``names`` (None where it is not installed)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def environment_record(workers: int) -> dict[str, Any]:
     """Versions, commit, hardware: stored with every run and quoted by reports."""
-    versions: dict[str, str | None] = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    versions = installed_versions(_PACKAGES)
     revision = _PINNED_REVISION.get() or code_revision()
     return {
         "packages": versions,
