@@ -103,10 +103,12 @@ def run_command(args: list[str]) -> int:
 
         return run_sweep(overrides)
     from esbench.runner import run
+    from esbench.runtime.cluster import sole_run_of_process
 
     cfg = compose_run_config(overrides)
     try:
-        run(cfg)
+        with sole_run_of_process():
+            run(cfg)
     except (ClusterError, RunLockedError) as e:  # cannot start now: no cluster, or the run is busy
         print(f"esbench: error: {e}", file=sys.stderr)
         return 3

@@ -37,10 +37,18 @@ def test_baseline_learns(tmp_path: Path, algo: str, env: str, timesteps: int, th
     assert metrics["eval_return_mean"].notna().all()
 
 
-def test_same_seed_twice_gives_identical_metrics_and_params(tmp_path: Path) -> None:
-    args = ["algo=ppo", *CARTPOLE, "budget.timesteps=8000", "eval.interval_timesteps=2000"]
-    for name in ("a", "b"):
-        esbench("run", *args, f"results_dir={tmp_path / name}")
+def test_the_same_numbers_in_its_own_process_and_streamed_from_a_dask_worker(tmp_path: Path) -> None:
+    """A single run trains in the CLI's process (cluster=local); on cluster=processes it is one task
+    on a spawned worker that streams rows and checkpoints back: the same rows and parameters."""
+    args = [
+        "algo=ppo",
+        *CARTPOLE,
+        "budget.timesteps=8000",
+        "eval.interval_timesteps=2000",
+        "checkpoint_every=1",
+    ]
+    esbench("run", *args, f"results_dir={tmp_path / 'a'}")
+    esbench("run", *args, "cluster=processes", "cluster.n_workers=1", f"results_dir={tmp_path / 'b'}")
     (m1, s1), (m2, s2) = (read_run(only_run_dir(tmp_path / n)) for n in ("a", "b"))
     pd.testing.assert_frame_equal(m1, m2)
     assert s1["params_sha256"] == s2["params_sha256"]

@@ -16,6 +16,7 @@ own rollout tasks can use that slot: 2 workers can run 4 ES jobs without deadloc
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib.util
 import logging
 import os
@@ -45,6 +46,27 @@ def in_dask_task() -> bool:
         return True
     except (ImportError, ValueError):
         return False
+
+
+#: Set while the CLI runs a single run (:func:`sole_run_of_process`): the process exists for that
+#: one run and ends with it.
+_SOLE_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("esbench_sole_run", default=False)
+
+
+@contextlib.contextmanager
+def sole_run_of_process() -> Iterator[None]:
+    """Mark the code inside as the only run this process will execute (``esbench run`` without
+    ``-m``), so a learner that must own its process may train here rather than start a worker."""
+    token = _SOLE_RUN.set(True)
+    try:
+        yield
+    finally:
+        _SOLE_RUN.reset(token)
+
+
+def is_sole_run_of_process() -> bool:
+    """Whether the run executing now is the only one its process runs (:func:`sole_run_of_process`)."""
+    return _SOLE_RUN.get()
 
 
 def worker_count(client: Client) -> int:

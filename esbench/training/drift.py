@@ -47,8 +47,8 @@ import gymnasium as gym
 import numpy as np
 
 from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SPARSITY_THRESHOLDS, param_drift, update_sparsity
-from esbench.analysis.retention_behaviour import probes_of
-from esbench.analysis.retention_behaviour import write_probes as write_probes_file
+from esbench.analysis.probes import probes_of
+from esbench.analysis.probes import write_probes as write_probes_file
 from esbench.policies.distribution import ActionDist, kl_divergence
 from esbench.policies.episode import discrete_action, run_episode
 from esbench.tracking.schema import PROBE_STATES_FILE, PROBES_FILE

@@ -2,9 +2,12 @@
 
 ``train_baseline(cfg, store, logger, run_key)`` has the signature of ``train_es`` and returns the same
 summary keys. The SB3 model runs in ONE process (SB3 seeds and draws from global RNGs, so one run
-owns its process): a Dask worker of ``esbench.runtime.cluster.dask_client(cfg.cluster)`` (a
-LocalCluster of one single-threaded worker by default; ``cluster=address`` / ``slurm`` alike), with
-``torch.set_num_threads(cfg.torch_threads)``.
+owns its process), with ``torch.set_num_threads(cfg.torch_threads)``: a single ``esbench run`` on
+this machine (``cluster=local``) trains in its own process, which exists for that run alone
+(:func:`esbench.runtime.cluster.sole_run_of_process`); otherwise (``cluster=address`` / ``slurm`` /
+``processes``, or a library call) the run is one task on a Dask worker of
+``esbench.runtime.cluster.dask_client(cfg.cluster)``, streaming back as below. Both give the same
+numbers (tests/test_baselines.py).
 
 Streaming design: the task and the driver share a named ``distributed.Queue``. The task puts each
 metrics row (a small dict, msgpack-able) on it as soon as it is logged; each checkpoint snapshot is
@@ -58,7 +61,7 @@ from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.config.schema import stop_at_return
 from esbench.envs import make_env
 from esbench.policies.distribution import ActionDist
-from esbench.runtime.cluster import dask_client, in_dask_task
+from esbench.runtime.cluster import dask_client, in_dask_task, is_sole_run_of_process
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.store import RunStore
@@ -95,7 +98,9 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
             store.run_id, len(logger.rows), progress.timesteps, progress.stage,
         )  # fmt: skip
     sink = _DriverSink(store, logger)
-    if in_dask_task():
+    if in_dask_task() or (cfg.cluster.kind == "local" and is_sole_run_of_process()):
+        # A sweep's job already runs in a worker; a single `esbench run` on this machine owns its
+        # process (it ends with the run), so the model trains here: no worker to start.
         result = train_process(cfg, blob, sink.row, sink.snapshot)
     else:
         cluster_cfg = cfg.cluster
