@@ -191,7 +191,10 @@ def main(argv: list[str]) -> int:
     except ClusterError as e:
         print(f"esbench reproduce: error: {e}", file=sys.stderr)
         return 3
+    from esbench.runtime.cluster import reusing_local_clusters
+
     status = 0
-    for recipe, _ in plans:
-        status = max(status, reproduce(recipe, scale, overrides, out_dir, allow_partial))
+    with reusing_local_clusters():  # the sweeps one after another: start the workers once
+        for recipe, _ in plans:
+            status = max(status, reproduce(recipe, scale, overrides, out_dir, allow_partial))
     return status

@@ -70,3 +70,32 @@ def test_evaluator_keeps_a_generations_results_until_the_next_is_submitted(clien
         time.sleep(0.05)
     assert not first_keys & scheduler_keys()  # released once the next call had submitted
     assert {str(f.key) for f in evaluate.held} <= scheduler_keys()
+
+
+def _scheduler_address(cfg) -> str:  # type: ignore[no-untyped-def]
+    with dask_client(cfg, quiet=True) as c:
+        c.submit(sum, [1, 2]).result()  # the workers serve
+        return str(c.scheduler.address)
+
+
+def test_reproduce_reuses_one_local_cluster_for_sweeps_that_ask_for_the_same_one() -> None:
+    """Inside ``reusing_local_clusters`` a LocalCluster serves every client asking for its settings;
+    other settings replace it (the old one closed); on exit it is closed. Outside, each client gets
+    a cluster of its own."""
+    from distributed import Client as RawClient
+
+    from esbench.runtime.cluster import reusing_local_clusters
+
+    one = compose_run_config(OVERRIDES).cluster
+    two = compose_run_config([*OVERRIDES, "cluster.n_workers=2"]).cluster
+    assert _scheduler_address(one) != _scheduler_address(one)  # not reusing: a new cluster each time
+    with reusing_local_clusters():
+        first, again = _scheduler_address(one), _scheduler_address(one)
+        assert first == again
+        other = _scheduler_address(two)
+        assert other != first
+        with pytest.raises(OSError):  # the first was closed when other settings were asked for
+            RawClient(first, timeout=2)
+        assert _scheduler_address(two) == other
+    with pytest.raises(OSError):  # closed on leaving
+        RawClient(other, timeout=2)

@@ -11,6 +11,10 @@
 Inside a Dask task (a sweep job started by the Dask launcher) the run reuses the cluster it runs
 on through ``worker_client()``, which secedes the job from the worker's thread pool so the job's
 own rollout tasks can use that slot: 2 workers can run 4 ES jobs without deadlock.
+
+Inside :func:`reusing_local_clusters` (``esbench reproduce``, which runs a recipe's sweeps one after
+another in one process) a LocalCluster outlives the sweep that started it and serves the next one
+that asks for the same cluster, so a recipe's workers start (and import torch, MuJoCo, SB3) once.
 """
 
 from __future__ import annotations
@@ -79,6 +83,72 @@ def worker_count(client: Client) -> int:
     return int(info.get("n_workers", len(info.get("workers", {}))))
 
 
+#: The LocalCluster kept for reuse inside :func:`reusing_local_clusters`, with its settings; None
+#: outside it (each ``dask_client`` then starts and closes its own).
+_KEPT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "esbench_kept_cluster", default=None
+)
+
+
+@contextlib.contextmanager
+def reusing_local_clusters() -> Iterator[None]:
+    """Inside, a ``cluster=local`` LocalCluster stays open when its client closes, and the next
+    :func:`dask_client` asking for the same settings (workers, threads, memory limit, dashboard)
+    connects to it instead of starting another; settings that differ close it and start anew (one
+    kept at a time, so idle workers never share the machine with a measured sweep). Closed on exit.
+
+    The workers are the same kind of process a new cluster would start; a job's numbers do not
+    depend on which worker runs it, or on what ran there before (each run seeds its own streams).
+    """
+    kept: dict[str, Any] = {}
+    token = _KEPT.set(kept)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+        if kept.get("cluster") is not None:
+            kept["cluster"].close()
+
+
+def _local_cluster(cluster_cfg: Any) -> tuple[LocalCluster, bool]:
+    """A LocalCluster for ``cluster_cfg`` and whether the caller closes it (False: it is kept)."""
+    n = int(cluster_cfg.n_workers or os.cpu_count() or 1)
+    dashboard = bool(cluster_cfg.dashboard)
+    settings = (n, int(cluster_cfg.threads_per_worker), str(cluster_cfg.memory_limit), dashboard)
+    kept = _KEPT.get()
+    if kept is not None and kept.get("settings") == settings:
+        cluster = kept["cluster"]
+        if cluster.status.name == "running":
+            return cluster, False
+    if kept is not None and kept.get("cluster") is not None:
+        kept.pop("cluster").close()
+        kept.pop("settings", None)
+    with dask.config.set(_local_cluster_config(cluster_cfg)):
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=int(cluster_cfg.threads_per_worker),
+            processes=True,
+            host=LOOPBACK,  # scheduler, nannies and workers
+            # any free port: a sweep may run several clusters at once. Dask starts the
+            # scheduler's HTTP server even without a dashboard; see _serve_no_http.
+            dashboard_address=f"{LOOPBACK}:0",
+            scheduler_kwargs={"dashboard": dashboard},
+            worker_dashboard_address=None,
+            memory_limit=cluster_cfg.memory_limit,
+            silence_logs=logging.ERROR,
+        )
+    if not dashboard:
+        try:
+            _serve_no_http(cluster)
+        except BaseException:
+            cluster.close()
+            raise
+    if kept is None:
+        return cluster, True
+    kept.update(cluster=cluster, settings=settings)
+    return cluster, False
+
+
 @contextlib.contextmanager
 def dask_client(cluster_cfg: Any, quiet: bool = False) -> Iterator[Client]:
     """A connected client for the configured cluster; the cluster is closed on exit if we made it."""
@@ -91,35 +161,20 @@ def dask_client(cluster_cfg: Any, quiet: bool = False) -> Iterator[Client]:
     kind = cluster_cfg.kind
     _quiet_dask_logs()
     if kind == "local":
-        n = int(cluster_cfg.n_workers or os.cpu_count() or 1)
-        dashboard = bool(cluster_cfg.dashboard)
-        with dask.config.set(_local_cluster_config(cluster_cfg)):
-            cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=int(cluster_cfg.threads_per_worker),
-                processes=True,
-                host=LOOPBACK,  # scheduler, nannies and workers
-                # any free port: a sweep may run several clusters at once. Dask starts the
-                # scheduler's HTTP server even without a dashboard; see _serve_no_http.
-                dashboard_address=f"{LOOPBACK}:0",
-                scheduler_kwargs={"dashboard": dashboard},
-                worker_dashboard_address=None,
-                memory_limit=cluster_cfg.memory_limit,
-                silence_logs=logging.ERROR,
-            )
-        if not dashboard:
-            try:
-                _serve_no_http(cluster)
-            except BaseException:
+        cluster, owned = _local_cluster(cluster_cfg)
+        try:
+            client = Client(cluster)
+        except BaseException:
+            if owned:
                 cluster.close()
-                raise
-        client = Client(cluster)
+            raise
         _announce(client, quiet or not cluster_cfg.dashboard)
         try:
             yield client
         finally:
             client.close()
-            cluster.close()
+            if owned:
+                cluster.close()
         return
     if kind == "address":
         address = cluster_cfg.address
