@@ -260,7 +260,6 @@ def anchored_decay(before: np.ndarray, after: np.ndarray, anchor: np.ndarray, co
     return (after - np.float32(coeff) * (before - anchor)).astype(np.float32)
 
 
-
 def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train OpenAI-ES or EGGROLL on a language model as ``cfg`` says; returns the summary dict."""
     del run_key  # the noise is named by (seed, generation, member): nothing else to key

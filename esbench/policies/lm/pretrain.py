@@ -30,8 +30,8 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
