@@ -192,7 +192,8 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
                 "decision": r.claim, "sequence": r.sequence, "a": r.a, "b": r.b,
                 "measure": "task-A retention at matched gain, a - b", "matched_gain": r.matched_gain,
                 "value": r.difference, "low": r.low, "high": r.high, "n_a": r.n_a, "n_b": r.n_b,
-                "reading": "", "verdict": r.verdict,
+                "reading": "" if r.matched_gain > 0 else "no task-B gain to match: some run never improved",
+                "verdict": r.verdict,
             }
         )  # fmt: skip
     for r in transient.itertuples():
@@ -411,7 +412,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
                 for v, lo, hi in zip(decisions["value"], decisions["low"], decisions["high"], strict=True)
             ],
             "Verdict": [
-                f"{v} ({r})" if r else v
+                f"{v} ({r})" if r and r != v else v
                 for v, r in zip(decisions["verdict"], decisions["reading"], strict=True)
             ],
         }
@@ -437,15 +438,13 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
         if r.verdict == NOT_TESTED:
             ours = str(r.reading)
         elif r.decision == "drop_recovers":
-            ours = (
-                f"{condition_label(r.a)} ({r.n_a} seeds): recovery {_cell(r.value, r.low, r.high)} "
-                f"({r.reading})"
-            )
+            ours = f"{condition_label(r.a)} ({r.n_a} seeds): recovery {_cell(r.value, r.low, r.high)}"
+            ours += f" ({r.reading})" if r.reading != r.verdict else ""
         else:
             ours = (
                 f"task-B gain {fmt_num(r.matched_gain, 3)}: task-A retention {condition_label(r.a)} "
                 f"({r.n_a} seeds) minus {condition_label(r.b)} ({r.n_b} seeds) "
-                f"{_cell(r.value, r.low, r.high)}"
+                f"{_cell(r.value, r.low, r.high)}" + (f" ({r.reading})" if r.reading else "")
             )
         where = f"{r.sequence} (task-A accuracy kept, task-B reward)" if r.sequence else "language model"
         claim_rows.append(
