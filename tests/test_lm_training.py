@@ -156,11 +156,17 @@ def test_env_lm_refuses_other_algorithms() -> None:
 
 
 @pytest.mark.slow
-def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "awd", [[], ["algo.l2_anchor=stage_start", "algo.l2_coeff=0.1"]], ids=["plain", "awd"]
+)
+def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path, awd: list[str]) -> None:
+    """Resumed from a checkpoint inside the stage: the same parameters and rows as a run never
+    stopped, also with Anchored Weight Decay (its anchor, the stage-start snapshot, is checkpointed)."""
     args = [
         *TINY,
         "algo=eggroll",
         *ES,
+        *awd,
         "env.kwargs.task=addition",
         "budget.timesteps=1600",
         "checkpoint_every=1",
