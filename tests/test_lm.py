@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,32 @@ def test_pretraining_is_deterministic_and_cached_by_hash(tmp_path: Path) -> None
     assert 0.0 <= made["held_out_accuracy"] <= 1.0 and made["held_out_loss"] > 0
     assert Path(rec_a["path"]).name == config_hash(TINY, cfg, task)
     assert config_hash(TINY, PretrainConfig(steps=4, batch_size=8, eval_size=16), task) != made["config_hash"]
+
+
+def test_runs_asking_for_the_task_a_model_at_once_train_it_once(tmp_path: Path) -> None:
+    """Two jobs that start together (a sweep on two Dask workers) both find no cached model; the
+    lock makes one train it and the other wait and load it, instead of both training."""
+    import threading
+
+    from esbench.policies.lm.pretrain import _locked
+
+    cfg = PretrainConfig(steps=3, batch_size=8, eval_size=16)
+    task = AdditionTask(digits=2)
+    where = tmp_path / config_hash(TINY, cfg, task)
+    records: list[dict] = []
+    with _locked(where):  # both jobs arrive while the entry is missing and the lock is held
+        jobs = [
+            threading.Thread(target=lambda: records.append(pretrained(TINY, cfg, task, cache=tmp_path)[2]))
+            for _ in range(2)
+        ]
+        for job in jobs:
+            job.start()
+        time.sleep(0.5)
+        assert not records  # both wait for the lock
+    for job in jobs:
+        job.join(timeout=60)
+    assert sorted(r["cached"] for r in records) == [False, True]  # trained once, loaded once
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == [where.name]
 
 
 @pytest.mark.slow  # ~30 s on a loaded 2-core machine: two TRL runs

@@ -1,5 +1,6 @@
 """The language model's section of the lm_retention report, on hand-made runs whose answer is known:
-ES keeps less of task A than GRPO at the task-B gain both reach, the verdict says so."""
+ES keeps less of task A than GRPO at the task-B gain both reach, the verdict says so; and the other
+side's decisions (the drop recovers, population size, Anchored Weight Decay) follow the data."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
+from omegaconf import OmegaConf
 
 from esbench.analysis.lm_retention import is_lm, lm_points, lm_section
+from esbench.analysis.retention_report import scan_sequence_runs
+from tests.synthetic_store import write_sequence_run
 
 PRE = 1000  # the pretraining's sequences: stage `countdown` starts here
 
@@ -59,5 +64,100 @@ def test_lm_section_decides_es_forgets_more_at_matched_task_b_gain(tmp_path: Pat
     assert np.isclose(row.matched_gain, 0.2)  # the largest gain every run reaches: EGGROLL's
     # at gain 0.2: EGGROLL keeps 0.4/0.8 .. 0.42/0.8; GRPO (gain 0.2 two thirds of the way to 0.3) ~0.975
     assert np.isclose(row.retention_a, 0.5) and 0.96 < row.retention_b < 0.99 and row.high < 0
-    assert len(claims) == 1 and claims[0].endswith("| supported |")
+    assert claims[0].endswith("| supported |")  # the verdict opens the claims, the other side follows
+    assert len(claims) == 5 and sum(line.endswith("| not tested |") for line in claims) == 2
     assert (report / "figures" / "lm_curves.png").exists() and "Completions" in blocks[0]
+
+
+def _condition_run(
+    root: Path, algo: str, seed: int, reward: list[float], accuracy: list[float], pop: int, awd: bool
+) -> None:
+    """A complete LM sequence run in the store's layout (:func:`tests.synthetic_store.write_sequence_run`,
+    then the LM columns and the condition's config keys: ``algo.population_size`` and
+    ``algo.l2_anchor``, which the report's scan reads to name the condition)."""
+    jitter = 0.01 * (seed - 1)  # seeds differ a little after the start, so intervals have a width
+    acc = [a + (jitter if k else 0.0) for k, a in enumerate(accuracy)]
+    points = [(0.0, "addition", {"addition": 0.0, "countdown": 0.0})] + [
+        (PRE + 100.0 * k, "addition" if k == 0 else "countdown", {"addition": a, "countdown": r})
+        for k, (r, a) in enumerate(zip(reward, acc, strict=True))
+    ]
+    run_id = f"{algo}-p{pop}-{'awd' if awd else 'plain'}"
+    run_dir = write_sequence_run(
+        root, "lm_retention", run_id, "lm_addition_to_countdown", seed, ["addition", "countdown"], points,
+        stage_timesteps=[PRE, 100 * (len(reward) - 1)], env_id="lm",
+    )  # fmt: skip
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    at = {t: e["addition"] for t, _, e in points}
+    metrics["prior_accuracy"] = metrics["timesteps"].map(at)
+    metrics["solve_rate"] = metrics["eval_return_mean"] / 2
+    metrics.to_csv(run_dir / "metrics.csv", index=False)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary.update(algo=algo, stages=["addition", "countdown"], stage_boundaries=[PRE, points[-1][0]])
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    cfg.algo = {"name": algo, "population_size": None if algo == "grpo" else pop,
+                "l2_anchor": "stage_start" if awd else "zero"}  # fmt: skip
+    OmegaConf.save(cfg, run_dir / "config.yaml")
+
+
+#: Per condition (algorithm, population, AWD): task-B reward and task-A accuracy at 4 points, when
+#: the data support every claim (ES reaches the matched gain 0.3 at its lowest task-A point, then
+#: recovers) and when they contradict every claim (every drop permanent, and the other way round).
+SUPPORT = {
+    ("grpo", 0, False): ([0.1, 0.2, 0.3, 0.4], [0.8, 0.78, 0.76, 0.74]),
+    ("eggroll", 32, False): ([0.1, 0.4, 0.4, 0.4], [0.8, 0.4, 0.6, 0.8]),
+    ("eggroll", 8, False): ([0.1, 0.4, 0.4, 0.4], [0.8, 0.2, 0.3, 0.4]),
+    ("eggroll", 32, True): ([0.1, 0.4, 0.4, 0.4], [0.8, 0.7, 0.75, 0.8]),
+}
+CONTRADICT = {
+    ("grpo", 0, False): ([0.1, 0.2, 0.3, 0.4], [0.8, 0.5, 0.45, 0.4]),
+    ("eggroll", 32, False): ([0.1, 0.2, 0.3, 0.4], [0.8, 0.76, 0.74, 0.72]),
+    ("eggroll", 8, False): ([0.1, 0.2, 0.3, 0.4], [0.8, 0.78, 0.77, 0.76]),
+    ("eggroll", 32, True): ([0.1, 0.2, 0.3, 0.4], [0.8, 0.6, 0.55, 0.5]),
+}
+
+
+@pytest.mark.parametrize("side", ["support", "contradict"])
+def test_lm_report_decides_both_sides_and_the_decisions_flip_with_the_data(tmp_path: Path, side: str) -> None:
+    data = SUPPORT if side == "support" else CONTRADICT
+    for (algo, pop, awd), (reward, accuracy) in data.items():
+        for seed in range(3):
+            _condition_run(tmp_path / "runs", algo, seed, reward, accuracy, pop, awd)
+    runs, _, unreadable = scan_sequence_runs(tmp_path / "runs")
+    assert unreadable.empty
+    assert set(runs["algo"]) == {"grpo", "eggroll@pop32", "eggroll@pop8", "eggroll+awd@pop32"}
+    blocks, claims = lm_section(runs, tmp_path / "report", np.random.default_rng(0))
+    table = pd.read_csv(tmp_path / "report" / "tables" / "lm_decisions.csv").fillna("")
+    verdict = {(r.decision, r.a, r.b): r.verdict for r in table.itertuples()}
+    expect = "supported" if side == "support" else "contradicted"
+    assert verdict[("es_forgets_more", "eggroll@pop32", "grpo")] == expect
+    assert verdict[("larger_population_forgets_less", "eggroll@pop32", "eggroll@pop8")] == expect
+    assert verdict[("awd_keeps_retention", "eggroll+awd@pop32", "eggroll@pop32")] == expect
+    assert verdict[("drop_recovers", "eggroll@pop32", "")] == expect  # transient, or permanent
+    assert verdict[("drop_recovers", "grpo", "")] == "contradicted"  # GRPO's drop never recovers
+    assert set(table["verdict"]) <= {"supported", "contradicted", "undecided"}  # every one tested
+    rows = table[table["decision"] != "drop_recovers"]
+    assert (rows["low"] < rows["value"]).all() and (rows["value"] < rows["high"]).all()  # intervals
+    if side == "support":  # at gain 0.3 EGGROLL is at its lowest point: 0.4/0.8 +- 0.0125
+        (row,) = table[
+            (table["decision"] == "es_forgets_more") & (table["a"] == "eggroll@pop32")
+        ].itertuples()
+        assert np.isclose(row.matched_gain, 0.3) and np.isclose(row.value, 0.5 - 0.925)
+        transient = pd.read_csv(tmp_path / "report" / "tables" / "lm_transient.csv").set_index("algo")
+        assert transient.loc["eggroll@pop32", "verdict"] == "transient"
+        assert np.isclose(transient.loc["eggroll@pop32", "recovery"], 0.5)  # 0.8/0.8 - 0.4/0.8
+    decided = {line.split("|")[1].split(": ", 1)[1].strip() for line in claims}
+    assert len(decided) == 4 and "Decisions" in "".join(blocks)
+
+
+def test_lm_report_says_which_decision_its_runs_cannot_test(tmp_path: Path) -> None:
+    for seed in range(2):
+        _condition_run(tmp_path / "runs", "openai_es", seed, [0.1, 0.2], [0.8, 0.7], 32, False)
+        _condition_run(tmp_path / "runs", "grpo", seed, [0.1, 0.3], [0.8, 0.75], 0, False)
+    runs, _, _ = scan_sequence_runs(tmp_path / "runs")
+    _, claims = lm_section(runs, tmp_path / "report", np.random.default_rng(0))
+    table = pd.read_csv(tmp_path / "report" / "tables" / "lm_decisions.csv")
+    untested = table[table["verdict"] == "not tested"]
+    assert set(untested["decision"]) == {"larger_population_forgets_less", "awd_keeps_retention"}
+    assert untested["reading"].str.contains("algo.population_size|algo.l2_anchor=stage_start").all()
+    assert sum("| not tested |" in line for line in claims) == 2

@@ -156,11 +156,17 @@ def test_env_lm_refuses_other_algorithms() -> None:
 
 
 @pytest.mark.slow
-def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "awd", [[], ["algo.l2_anchor=stage_start", "algo.l2_coeff=0.1"]], ids=["plain", "awd"]
+)
+def test_killed_lm_es_run_resumes_to_the_same_parameters(tmp_path: Path, awd: list[str]) -> None:
+    """Resumed from a checkpoint inside the stage: the same parameters and rows as a run never
+    stopped, also with Anchored Weight Decay (its anchor, the stage-start snapshot, is checkpointed)."""
     args = [
         *TINY,
         "algo=eggroll",
         *ES,
+        *awd,
         "env.kwargs.task=addition",
         "budget.timesteps=1600",
         "checkpoint_every=1",
@@ -263,3 +269,27 @@ def test_lm_run_logs_tables_of_sample_generations_to_offline_wandb(tmp_path: Pat
         logged = json.loads(table.read_text())
         assert logged["columns"] == local["columns"] and logged["data"] == local["data"]
         assert all(r[2].endswith("=") and r[5] in (0.0, 1.0) for r in logged["data"])  # task A: exact or not
+
+
+def test_lm_es_with_anchored_weight_decay_matches_the_hand_computed_update(tmp_path: Path) -> None:
+    """``algo.l2_anchor=stage_start`` on env=lm: each generation's ES step, then the parameters pulled
+    back toward the task-A model (the stage's start) by ``l2_coeff`` of the distance. Generation 1
+    starts at the anchor (no decay), so generation 2's members and fitness are the plain run's, and
+    theta_2(AWD) = theta_2(plain) - l2_coeff * (theta_1 - theta_0), computed here by hand."""
+    from esbench.analysis.retention import load_snapshots
+
+    def params(name: str, *overrides: str) -> np.ndarray:
+        # seed 2: the members' rewards differ in generations 1 and 2 (the update is not zero)
+        _run(tmp_path / name, "algo=openai_es", *ES, "env.kwargs.task=addition", "seed=2", *overrides)
+        return load_snapshots(only_run_dir(tmp_path / name) / "snapshots.npz").params
+
+    one = params("one", "budget.timesteps=16")  # one generation of 4 members x 4 prompts
+    plain = params("plain", "budget.timesteps=32")
+    awd = params("awd", "budget.timesteps=32", "algo.l2_anchor=stage_start", "algo.l2_coeff=0.25")
+    theta0, theta1 = one[0], one[-1]
+    assert np.array_equal(plain[0], theta0) and np.array_equal(awd[0], theta0)  # the task-A model
+    assert not np.array_equal(theta1, theta0)  # the members differed: the weights moved
+    by_hand = plain[-1] - np.float32(0.25) * (theta1 - theta0)
+    np.testing.assert_allclose(awd[-1], by_hand, rtol=0, atol=1e-7)
+    assert not np.allclose(awd[-1], plain[-1], rtol=0, atol=1e-7)  # the decay did something
+    assert np.linalg.norm(awd[-1] - theta0) < np.linalg.norm(plain[-1] - theta0)  # nearer the anchor

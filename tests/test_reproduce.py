@@ -77,7 +77,7 @@ def test_rl_alias_keeps_to_control_tasks_and_lm_alias_names_the_language_model_l
     rl = expand_families("@rl")
     assert "grpo" not in rl and {"ppo", "trpo"} <= set(rl)  # GRPO trains language models only
     assert expand_families("@lm") == ["openai_es", "eggroll", "grpo"]
-    (sweep,) = get_recipe("lm_retention").plan("smoke", [])
+    sweep = get_recipe("lm_retention").plan("smoke", [])[0]  # then its conditions (AWD, population)
     algos = {o.split("=", 1)[1] for job in sweep.jobs() for o in job if o.startswith("algo=")}
     assert algos == {"openai_es", "eggroll", "grpo"}
     with pytest.raises(RecipeError, match="allowed: @es, @rl, @lm or algorithm keys"):
@@ -89,7 +89,7 @@ def test_lm_jobs_are_priced_by_the_language_model_rates() -> None:
 
     recipe = get_recipe("lm_retention")
     smoke = estimate(recipe, "smoke")
-    assert smoke.timesteps == 6 * 2048  # the stage budget of task B; the pretraining stage is 0
+    assert smoke.timesteps == 10 * 2048  # the stage budget of task B; the pretraining stage is 0
     jobs = all_jobs(recipe, "mini")
     cost = {j[-3]: _job_cost(j)[1] for j in jobs}
     assert cost["algo=grpo"] > cost["algo=openai_es"] and cost["algo=grpo"] > cost["algo=eggroll"]
@@ -98,7 +98,24 @@ def test_lm_jobs_are_priced_by_the_language_model_rates() -> None:
     assert lm_pretrain_s(jobs + jobs) == lm_pretrain_s(jobs)
     assert 0 < lm_pretrain_s(all_jobs(recipe, "smoke")) < lm_pretrain_s(jobs)  # a smaller model, fewer steps
     mini = estimate(recipe, "mini")
-    assert mini.core_s >= sum(_job_cost(j)[1] for j in jobs) + lm_pretrain_s(jobs)
+    assert mini.core_s >= sum(_job_cost(j)[1] for j in jobs) + lm_pretrain_s(jobs) - 1e-6  # rounding
+    assert mini.wall_s < 0.7 * mini.core_s  # two jobs at once on the 2 cores (Dask, 2 workers)
+    assert mini.wall_s < 2 * 3600  # the mini fits in 2 hours on 2 cores
+
+
+def test_lm_retention_runs_the_other_sides_conditions_at_every_scale() -> None:
+    """Every scale runs the three learners plus OpenAI-ES with Anchored Weight Decay and OpenAI-ES at
+    a second population size, at least 5 seeds each from mini on, two jobs at a time."""
+    recipe = get_recipe("lm_retention")
+    assert recipe.launcher == "dask"
+    for scale in ("smoke", "mini", "paper"):
+        jobs = [set(j) for j in all_jobs(recipe, scale)]
+        assert all({"cluster.n_workers=2", "cluster.threads_per_worker=1"} <= j for j in jobs)
+        awd = [j for j in jobs if "algo.l2_anchor=stage_start" in j]
+        small = [j for j in jobs if "algo.population_size=8" in j]
+        seeds = {o for j in jobs for o in j if o.startswith("seed=")}
+        assert len(awd) == len(small) == len(seeds) >= (2 if scale == "smoke" else 5)
+        assert all("algo=openai_es" in j for j in awd + small)
 
 
 def test_bad_recipe_files_fail_with_one_line(tmp_path: Path) -> None:

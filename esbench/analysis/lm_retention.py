@@ -18,8 +18,23 @@ of each run:
 
 The verdict reuses :func:`esbench.analysis.retention_matched.matched_gain_table` and
 :func:`~esbench.analysis.retention_matched.matched_gain_claims` on these paths (matched gain
-``g*``: the largest task-B gain every run reaches; ES minus GRPO retention there, Welch t
-interval; supported when the interval lies below 0).
+``g*``: the largest task-B gain every run of the two compared conditions reaches; ES minus GRPO
+retention there, Welch t interval; supported when the interval lies below 0).
+
+The other side (Schweighofer et al. 2026) is decided on the same measures, one row each in
+``tables/lm_decisions.*``:
+
+* **transient or permanent** (:func:`lm_transient`): per run, task-A retention's drop from the
+  task-A model to its lowest point during task B, and to the stage's last point; the recovery is
+  their difference (the end minus the lowest), summarized by
+  :func:`~esbench.analysis.retention_matched.transient_summary`. "The drop recovers" is
+  supported when the recovery's interval lies above 0, contradicted when the drop is permanent
+  (the end drop's interval above 0, the recovery's holding 0);
+* **population size**: conditions ``<es>@pop<N>`` of one learner (larger minus smaller population,
+  retention at their matched gain); supported when the interval lies above 0;
+* **Anchored Weight Decay**: ``<es>+awd`` against the same learner without it; supported above 0.
+
+A decision whose conditions the runs lack is listed as ``not tested``, naming what is missing.
 """
 
 from __future__ import annotations
@@ -33,8 +48,15 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label
-from esbench.analysis.retention_matched import GainPath, matched_gain_claims, matched_gain_table
-from esbench.analysis.retention_report import base_algo
+from esbench.analysis.retention_matched import (
+    SUPPORTED,
+    UNDECIDED,
+    GainPath,
+    matched_gain_claims,
+    matched_gain_table,
+    transient_summary,
+)
+from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of
@@ -97,6 +119,118 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+
+
+def lm_transient(points: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Transient against permanent drop of task A during task B, per condition.
+
+    Per run, with ``y`` task-A retention at the stage's points (``y[0] = 1``, the task-A model):
+    ``drop_lowest = y[0] - min(y[1:])``, ``drop_end = y[0] - y[-1]`` (the stage's last point: the
+    model it ends with), ``recovery = y[-1] - min(y[1:])``; then
+    :func:`~esbench.analysis.retention_matched.transient_summary` per (sequence, condition).
+
+    Returns:
+        ``sequence``, ``algo``, ``n_seeds``, the three measures with ``_low``/``_high``, ``verdict``
+        (empty without a run of at least one point after the start).
+    """
+    rows = []
+    for (algo, sequence, seed, _), run in points.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
+        y = run.sort_values("point")["task_a_retention"].to_numpy(float)
+        if len(y) < 2 or not np.isfinite(y).all():
+            continue
+        lowest = float(y[1:].min())
+        rows.append(
+            {
+                "sequence": str(sequence),
+                "algo": str(algo),
+                "seed": int(seed),
+                "drop_lowest": float(y[0]) - lowest,
+                "drop_end": float(y[0] - y[-1]),
+                "recovery": float(y[-1]) - lowest,
+            }
+        )
+    return transient_summary(pd.DataFrame(rows), ["sequence", "algo"], rng)
+
+
+#: What each decision of :func:`lm_decisions` says (the report's "Claims checked" wording).
+DECISION_TEXT: dict[str, str] = {
+    "es_forgets_more": "ES forgets more of task A than GRPO at matched task-B gain",
+    "drop_recovers": "task A's drop during task B recovers by the stage's end (drift, not forgetting)",
+    "larger_population_forgets_less": CLAIM_TEXT["larger_population_forgets_less"],
+    "awd_keeps_retention": CLAIM_TEXT["awd_keeps_retention"],
+}
+#: Where each decision's claim comes from.
+DECISION_SOURCE: dict[str, str] = {
+    **CLAIM_SOURCE,
+    "drop_recovers": "Schweighofer et al. 2026: the drop is mostly drift that recovers during ES training",
+}
+#: Columns of :func:`lm_decisions`.
+DECISION_COLUMNS: tuple[str, ...] = (
+    "decision", "sequence", "a", "b", "measure", "matched_gain", "value", "low", "high", "n_a", "n_b",
+    "reading", "verdict",
+)  # fmt: skip
+#: The verdict of a decision whose conditions the runs lack.
+NOT_TESTED = "not tested"
+
+
+def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
+    """Every decision of the LM section, one row each: "ES forgets more than GRPO" and the other
+    side's three (the drop recovers, a larger population forgets less, AWD keeps retention).
+
+    Args:
+        claims: :func:`~esbench.analysis.retention_matched.matched_gain_claims` of the runs.
+        transient: :func:`lm_transient` of the runs.
+
+    Returns:
+        Columns :data:`DECISION_COLUMNS`; a decision without its conditions is one row with the
+        verdict :data:`NOT_TESTED` and the reason in ``reading``.
+    """
+    rows: list[dict[str, object]] = []
+    for r in claims.itertuples():
+        rows.append(
+            {
+                "decision": r.claim, "sequence": r.sequence, "a": r.a, "b": r.b,
+                "measure": "task-A retention at matched gain, a - b", "matched_gain": r.matched_gain,
+                "value": r.difference, "low": r.low, "high": r.high, "n_a": r.n_a, "n_b": r.n_b,
+                "reading": "" if r.matched_gain > 0 else "no task-B gain to match: some run never improved",
+                "verdict": r.verdict,
+            }
+        )  # fmt: skip
+    for r in transient.itertuples():
+        if r.verdict in ("transient", "partly transient"):
+            verdict = SUPPORTED
+        elif r.verdict == "permanent":
+            verdict = "contradicted"
+        else:
+            verdict = UNDECIDED
+        rows.append(
+            {
+                "decision": "drop_recovers", "sequence": r.sequence, "a": r.algo, "b": "",
+                "measure": "recovery: task-A retention at the end minus at the lowest point",
+                "matched_gain": math.nan, "value": r.recovery, "low": r.recovery_low, "high": r.recovery_high,
+                "n_a": r.n_seeds, "n_b": 0, "reading": r.verdict, "verdict": verdict,
+            }
+        )  # fmt: skip
+    have = {str(row["decision"]) for row in rows}
+    missing = {
+        "drop_recovers": "no run with a point after task B began",
+        "larger_population_forgets_less": "no ES learner at two population sizes (conditions <algo>"
+        f"{POP_SEP}<N>: algo.population_size)",
+        "awd_keeps_retention": f"no ES learner with and without Anchored Weight Decay (conditions <algo>"
+        f"{AWD_SUFFIX}: algo.l2_anchor=stage_start)",
+    }
+    for decision, why in missing.items():
+        if decision not in have:
+            rows.append(
+                {
+                    "decision": decision, "sequence": "", "a": "", "b": "", "measure": "",
+                    "matched_gain": math.nan, "value": math.nan, "low": math.nan, "high": math.nan,
+                    "n_a": 0, "n_b": 0, "reading": why, "verdict": NOT_TESTED,
+                }
+            )  # fmt: skip
+    order = {d: k for k, d in enumerate(DECISION_TEXT)}
+    frame = pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+    return frame.sort_values("decision", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
 
 
 def lm_gain_paths(points: pd.DataFrame) -> list[GainPath]:
@@ -207,8 +341,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
         "where each run's gain first reaches it (linear between points). Mean over seeds, 95% t intervals.",
     )
     body.append("### Retention at matched task-B gain\n\n" + _table_md(written, root))
-    claims = matched_gain_claims(paths, family_of)
-    claim_rows: list[str] = []
+    claims = matched_gain_claims(paths, family_of, per_pair=True)
     if len(claims):
         display = pd.DataFrame(
             {
@@ -227,24 +360,96 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             claims,
             display,
             root / "tables" / "lm_claims",
-            caption="ES against GRPO at matched task-B gain",
+            caption="Comparisons at matched task-B gain",
             label="tab:lm_claims",
-            notes="Difference of mean task-A retention at the matched task-B gain, Welch t 95% interval "
-            "(independent seeds, unequal variances). ES forgets more: supported when the interval lies "
-            "below 0, contradicted above; undecided when it holds 0 or the matched gain is not above 0.",
+            notes="Difference of mean task-A retention at the matched task-B gain of the two conditions "
+            "compared (the largest gain every run of both reaches), Welch t 95% interval (independent "
+            "seeds, unequal variances). ES forgets more: supported when the interval lies below 0, "
+            "contradicted above. Larger population, AWD: supported when it lies above 0. Undecided "
+            "when it holds 0 or the matched gain is not above 0.",
         )
-        body.append("### The verdict\n\n" + _table_md(written, root))
-        for r in claims.itertuples():
+        body.append("### Comparisons at matched gain\n\n" + _table_md(written, root))
+    transient = lm_transient(points, rng)
+    if len(transient):
+        display = pd.DataFrame(
+            {
+                "Condition": [condition_label(a) for a in transient["algo"]],
+                "Seeds": transient["n_seeds"].astype(str),
+                "Drop to lowest": [
+                    _cell(*v)
+                    for v in transient[["drop_lowest", "drop_lowest_low", "drop_lowest_high"]].to_numpy()
+                ],
+                "Drop at end": [
+                    _cell(*v) for v in transient[["drop_end", "drop_end_low", "drop_end_high"]].to_numpy()
+                ],
+                "Recovery": [
+                    _cell(*v) for v in transient[["recovery", "recovery_low", "recovery_high"]].to_numpy()
+                ],
+                "Verdict": transient["verdict"],
+            }
+        )
+        written = write_table(
+            transient,
+            display,
+            root / "tables" / "lm_transient",
+            caption="Task A's drop during task B: transient or permanent",
+            label="tab:lm_transient",
+            notes="Task-A retention's drop from the task-A model to its lowest point during task B, and "
+            "to the stage's last point; recovery = the end minus the lowest. Mean over seeds, 95% t "
+            "intervals. Transient: the recovery's interval lies above 0 and the end drop's holds 0; "
+            "permanent: the end drop's lies above 0 and the recovery's holds 0; partly transient: both.",
+        )
+        body.append("### Transient or permanent\n\n" + _table_md(written, root))
+    decisions = lm_decisions(claims, transient)
+    display = pd.DataFrame(
+        {
+            "Decision": [DECISION_TEXT[d] for d in decisions["decision"]],
+            "A": [condition_label(a) if a else "" for a in decisions["a"]],
+            "B": [condition_label(b) if b else "" for b in decisions["b"]],
+            "Measure": decisions["measure"],
+            "Value [95% CI]": [
+                _cell(v, lo, hi) if np.isfinite(v) else ""
+                for v, lo, hi in zip(decisions["value"], decisions["low"], decisions["high"], strict=True)
+            ],
+            "Verdict": [
+                f"{v} ({r})" if r and r != v else v
+                for v, r in zip(decisions["verdict"], decisions["reading"], strict=True)
+            ],
+        }
+    )
+    written = write_table(
+        decisions,
+        display,
+        root / "tables" / "lm_decisions",
+        caption="Both sides of the disagreement on the language model",
+        label="tab:lm_decisions",
+        notes="Supported or contradicted when the 95% interval excludes 0 on the claim's side or the "
+        "other; undecided when it holds 0; not tested when the runs lack the conditions the decision "
+        "compares.",
+    )
+    body.insert(
+        1,
+        "### Decisions\n\n*Does ES forget more than GRPO for the same task-B gain, and does the other "
+        "side hold: does task A's drop recover later in task B, does a larger population forget less, "
+        "does Anchored Weight Decay keep more?*\n\n" + _table_md(written, root),
+    )
+    claim_rows: list[str] = []
+    for r in decisions.itertuples():
+        if r.verdict == NOT_TESTED:
+            ours = str(r.reading)
+        elif r.decision == "drop_recovers":
+            ours = f"{condition_label(r.a)} ({r.n_a} seeds): recovery {_cell(r.value, r.low, r.high)}"
+            ours += f" ({r.reading})" if r.reading != r.verdict else ""
+        else:
             ours = (
                 f"task-B gain {fmt_num(r.matched_gain, 3)}: task-A retention {condition_label(r.a)} "
-                f"{fmt_num(r.retention_a, 3)} ({r.n_a} seeds) vs {condition_label(r.b)} "
-                f"{fmt_num(r.retention_b, 3)} ({r.n_b} seeds); "
-                f"difference {_cell(r.difference, r.low, r.high)}"
+                f"({r.n_a} seeds) minus {condition_label(r.b)} ({r.n_b} seeds) "
+                f"{_cell(r.value, r.low, r.high)}" + (f" ({r.reading})" if r.reading else "")
             )
-            claim_rows.append(
-                f"| {r.sequence} (task-A accuracy kept, task-B reward): {CLAIM_TEXT[r.claim]} | "
-                f"{CLAIM_SOURCE[r.claim]} | {ours} | {r.verdict} |"
-            )
+        where = f"{r.sequence} (task-A accuracy kept, task-B reward)" if r.sequence else "language model"
+        claim_rows.append(
+            f"| {where}: {DECISION_TEXT[r.decision]} | {DECISION_SOURCE[r.decision]} | {ours} | {r.verdict} |"
+        )
     figure = plot_lm_curves(points, root / "figures" / "lm_curves", rng)
     caption = (
         "Task-B reward and task-A accuracy kept, against completions and wall-clock since task B began: "

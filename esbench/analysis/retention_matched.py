@@ -213,8 +213,13 @@ def matched_gain_claims(
     paths: Sequence[GainPath],
     family_of: Callable[[str], str | None],
     confidence: float = 0.95,
+    per_pair: bool = False,
 ) -> pd.DataFrame:
     """The pairwise claims at matched gain, per (sequence, later stage).
+
+    The matched gain ``g*`` is the largest gain every run of the stage reaches, whatever its
+    condition; with ``per_pair``, every run of the two conditions compared, so a condition that
+    never gains (a small population, say) leaves the other pairs' claims decidable.
 
     * ``es_forgets_more``: every ES condition against every RL condition (by ``family_of`` of
       the condition), ``d = y_a - y_b``; supported when the interval lies below 0.
@@ -228,15 +233,12 @@ def matched_gain_claims(
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        g_star = min(float(np.max(p.gain)) for p in group)
-        at = {
-            algo: np.array([retention_at_gain(p.gain, p.retention, g_star) for p in group if p.algo == algo])
-            for algo in sorted({p.algo for p in group})
-        }
+        top = {a: min(float(np.max(p.gain)) for p in group if p.algo == a) for a in {p.algo for p in group}}
+        conditions = sorted(top)
         pairs: list[tuple[str, str, str, bool]] = []
-        fam = {a: family_of(base_algo(a)) for a in at}
-        for a in at:
-            for b in at:
+        fam = {a: family_of(base_algo(a)) for a in conditions}
+        for a in conditions:
+            for b in conditions:
                 if fam[a] == "es" and fam[b] not in (None, "es"):
                     pairs.append(("es_forgets_more", a, b, True))
                 if AWD_SUFFIX in a and a.replace(AWD_SUFFIX, "", 1) == b:
@@ -246,6 +248,11 @@ def matched_gain_claims(
                     if na == nb and int(pa) > int(pb):
                         pairs.append(("larger_population_forgets_less", a, b, False))
         for claim, a, b, below in pairs:
+            g_star = min(top[a], top[b]) if per_pair else min(top.values())
+            at = {
+                c: np.array([retention_at_gain(p.gain, p.retention, g_star) for p in group if p.algo == c])
+                for c in (a, b)
+            }
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
             rows.append(
@@ -310,12 +317,35 @@ def transient_table(curves: pd.DataFrame, rng: np.random.Generator, last_k: int 
                         "recovery": e[i, j] - lowest,
                     }
                 )
-    frame = pd.DataFrame(per_run)
+    return transient_summary(
+        pd.DataFrame(per_run), ["sequence", "algo", "stage_index", "stage", "during"], rng
+    )
+
+
+#: The per-run measures of a drop during a later stage (:func:`transient_summary`).
+TRANSIENT_MEASURES: tuple[str, ...] = ("drop_lowest", "drop_end", "recovery")
+
+
+def transient_summary(per_run: pd.DataFrame, keys: Sequence[str], rng: np.random.Generator) -> pd.DataFrame:
+    """Per group of ``keys``, the mean over seeds of each of :data:`TRANSIENT_MEASURES` with its
+    :func:`~esbench.analysis.stats.mean_ci` interval, and the verdict: transient when the
+    recovery's interval lies above 0 and the end drop's does not, permanent when the end drop's
+    lies above 0 and the recovery's does not, partly transient when both, undecided otherwise.
+
+    Args:
+        per_run: One row per run (and group), with ``keys`` and the three measures.
+        keys: The columns that name a group (a condition, the stages).
+
+    Returns:
+        ``keys``, ``n_seeds``, each measure with ``_low``/``_high``, and ``verdict``.
+    """
     rows = []
-    for key, group in frame.groupby(["sequence", "algo", "stage_index", "stage", "during"], sort=True):
-        row = dict(zip(["sequence", "algo", "stage_index", "stage", "during"], key, strict=True))
+    if per_run.empty:
+        return pd.DataFrame()
+    for key, group in per_run.groupby(list(keys), sort=True):
+        row = dict(zip(keys, key, strict=True))
         row["n_seeds"] = len(group)
-        for col in ("drop_lowest", "drop_end", "recovery"):
+        for col in TRANSIENT_MEASURES:
             mean, low, high = _mean_ci(group[col].to_numpy(float), rng)
             row.update({col: mean, f"{col}_low": low, f"{col}_high": high})
         rows.append({**row, "verdict": _transient_verdict(row)})

@@ -27,6 +27,13 @@ the population is decoded as one batch of members x prompts on the driver, or, w
 (:mod:`esbench.training.lm_population`): the batches never depend on the cluster, so any worker
 count, and a resumed run, compute the same numbers as one run never stopped. The ES
 state is the parameter vector alone (plain SGD, no optimizer moments), checkpointed as data.
+
+Anchored Weight Decay (``algo.l2_anchor=stage_start``, Schweighofer et al. 2026): after each
+generation's update the parameters move back toward the ones the current stage started from (the
+task-A model, on task B) by ``algo.l2_coeff`` of their distance (:func:`anchored_decay`). The
+anchor is the loop's stage-start snapshot, so it is checkpointed with the counters and a resumed
+run decays toward the same parameters. With ``l2_anchor=zero`` (the default) there is no decay on
+``env=lm``: such runs compute what they always did.
 """
 
 from __future__ import annotations
@@ -237,6 +244,20 @@ class LMEvaluator:
 
 
 # --- the ES learner -------------------------------------------------------------------------------
+
+
+def anchored_decay(before: np.ndarray, after: np.ndarray, anchor: np.ndarray, coeff: float) -> np.ndarray:
+    """Anchored Weight Decay on top of an ES step: ``after - coeff * (before - anchor)``.
+
+    The decay is decoupled from the ES step (as AdamW's is from Adam's): ``before`` are the
+    parameters the generation's members were drawn around, ``after`` those of the ES update
+    alone, ``anchor`` the parameters the stage started from; ``coeff`` is the share of the distance
+    to the anchor removed per generation. All shape (n,), float32.
+
+    Returns:
+        The next parameters, shape (n,), float32.
+    """
+    return (after - np.float32(coeff) * (before - anchor)).astype(np.float32)
 
 
 def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
@@ -456,6 +477,9 @@ class LMESLearner(LMLearner):
         self.sigma = float(cfg.algo.sigma)
         self.lr = float(cfg.algo.learning_rate)
         self.batch = int(cfg.lm.decoding.fitness_prompts)
+        anchored = str(OmegaConf.select(cfg, "algo.l2_anchor", default="zero")) == "stage_start"
+        #: Anchored Weight Decay's strength (``algo.l2_coeff``), None without it.
+        self.awd: float | None = float(cfg.algo.l2_coeff) if anchored else None
 
     def train_stage(self) -> None:
         """Generations until the stage's budget is spent (a stage with budget 0 only takes its
@@ -510,7 +534,11 @@ class LMESLearner(LMLearner):
         else:
             fitness = torch.from_numpy(self._distributed_fitness(g, task, problems))
             self.pop.set_population(int(self.cfg.seed), g, self.members, self.sigma)  # for the update
+        before = self.params() if self.awd is not None else None
         stats = self.pop.update(fitness, self.lr)
+        if before is not None and self.awd is not None:  # AWD toward the stage's starting parameters
+            anchor = prog.snapshots[prog.stage]
+            load_flat(self.model, anchored_decay(before, self.params(), anchor, self.awd))
         n = len(self.members) * len(problems)
         prog.generation += 1
         prog.timesteps += n

@@ -13,16 +13,24 @@ initialization (``ModelConfig.init_seed``), data a pure function of (seed, step)
 cached under ``$ESBENCH_CACHE/lm/<hash>/`` (default ``~/.cache/esbench``), the hash over
 everything that shapes the weights: ``model.safetensors`` (the state dict, data only) and
 ``made.json`` (the configs, steps, seconds, held-out accuracy and loss, versions).
+
+Several runs may ask for the same task-A model at once (two jobs of a sweep on two Dask workers):
+the first takes an exclusive ``flock`` on ``<hash>.lock`` beside the cache entry and trains, the
+others wait on the lock and then load what it saved, so the model is trained once and no job
+races another to make it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -101,9 +109,44 @@ def pretrained(
     model = build_model(model_cfg, tokenizer)
     where = (cache or cache_root()) / config_hash(model_cfg, cfg, task)
     if (where / "made.json").exists():
-        model.load_state_dict(load_file(str(where / "model.safetensors")))
-        record = json.loads((where / "made.json").read_text())
-        return model, tokenizer, {**record, "cached": True, "path": str(where)}
+        return _load(where, model, tokenizer)
+    with _locked(where):  # one process trains; the others wait here, then load its model
+        if (where / "made.json").exists():
+            return _load(where, model, tokenizer)
+        return _make(where, model, tokenizer, cfg, task, model_cfg, max_new_tokens)
+
+
+@contextlib.contextmanager
+def _locked(where: Path) -> Iterator[None]:
+    """The machine-wide lock for making the cache entry ``where`` (a blocking ``flock``)."""
+    where.parent.mkdir(parents=True, exist_ok=True)
+    with open(where.with_name(where.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _load(
+    where: Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """The cached task-A model at ``where``, loaded into ``model``."""
+    model.load_state_dict(load_file(str(where / "model.safetensors")))
+    record = json.loads((where / "made.json").read_text())
+    return model, tokenizer, {**record, "cached": True, "path": str(where)}
+
+
+def _make(
+    where: Path,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    cfg: PretrainConfig,
+    task: AdditionTask,
+    model_cfg: ModelConfig,
+    max_new_tokens: int,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """Train ``model`` on task A, save it at ``where``, and return it with its record."""
     start = time.perf_counter()
     last = train(model, tokenizer, task, cfg)
     seconds = time.perf_counter() - start
