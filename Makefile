@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 LOCK   := requirements.lock
 
-.PHONY: install install-cw install-docs docs lock test test-slow lint run reproduce bench clean
+.PHONY: install install-cw install-docs docs lock test test-recipes test-slow lint run reproduce bench clean
 
 # torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build; then every other
 # distribution at the version in requirements.lock, and esbench itself, both without resolving
@@ -57,6 +57,11 @@ TEST_WORKERS ?= 2
 
 test: install install-cw install-docs lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# Every recipe at smoke scale, end to end (one `esbench reproduce all scale=smoke`, about 4 minutes on
+# 2 cores; tests/test_recipes_smoke.py): a step of CI beside `make test`, which runs table1's.
+test-recipes: install
+	$(BIN)/python -m pytest -m recipes tests/test_recipes_smoke.py
 
 test-slow: install
 	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile

@@ -30,11 +30,11 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("MUJOCO_GL", "disable")
 
 
-#: Test files that take minutes, longest first. They are collected first so that, with
-#: ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (``make test``), each starts at once on a
-#: worker of its own while the many short files fill the other worker (longest job first: the
-#: suite's wall-clock is then close to its total work divided by the workers).
-LONGEST_FIRST = ("test_recipes_smoke.py",)
+#: The longest test files, longest first (measured: ``--durations``). They are collected first so
+#: that, with ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (``make test``), each starts as
+#: early as it can while the many short files fill the gaps (longest job first: the suite's
+#: wall-clock is then close to its total work divided by the workers).
+LONGEST_FIRST = ("test_resume.py", "test_scale_out.py", "test_es_run.py", "test_sequence_runs.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

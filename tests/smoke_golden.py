@@ -1,6 +1,6 @@
 """What the runner computes cannot change unnoticed: golden data for a smoke-scale sample of the
-committed recipes (``tests/golden/``), compared by ``tests/test_recipes_smoke.py`` with the runs of the
-default suite's one ``esbench reproduce all scale=smoke``.
+committed recipes (``tests/golden/``), compared by ``tests/test_readme_command.py`` with the runs of the
+default suite's one ``esbench reproduce table1 scale=smoke``.
 
 The sample is table1's smoke recipe (``experiments/table1.yaml``): its OpenAI-ES and TRPO jobs, whole.
 Every metrics column is compared but the timing ones (:data:`tests.conftest.TIMING_COLUMNS`: they
