@@ -43,8 +43,8 @@ def test_the_same_numbers_in_its_own_process_and_streamed_from_a_dask_worker(tmp
     args = [
         "algo=ppo",
         *CARTPOLE,
-        "budget.timesteps=8000",
-        "eval.interval_timesteps=2000",
+        "budget.timesteps=4096",
+        "eval.interval_timesteps=1024",
         "checkpoint_every=1",
     ]
     esbench("run", *args, f"results_dir={tmp_path / 'a'}")

@@ -38,7 +38,8 @@ def test_es_learns_inverted_pendulum(tmp_path: Path) -> None:
 def test_same_numbers_with_one_and_two_workers_and_on_a_second_run(tmp_path: Path) -> None:
     runs = {}
     for name, workers in (("one", 1), ("two", 2), ("again", 2)):
-        esbench("run", *PENDULUM, f"cluster.n_workers={workers}", f"results_dir={tmp_path / name}")
+        esbench("run", *PENDULUM, "budget.timesteps=12000", "eval.interval_timesteps=4000",
+                f"cluster.n_workers={workers}", f"results_dir={tmp_path / name}")  # fmt: skip
         runs[name] = read_run(only_run_dir(tmp_path / name))
     (m1, s1), (m2, s2), (m3, s3) = runs["one"], runs["two"], runs["again"]
     pd.testing.assert_frame_equal(m1, m2)
