@@ -10,7 +10,8 @@ from esbench.recipes import SCALES, RecipeError, all_jobs, get_recipe, load_reci
 from tests.conftest import esbench
 
 RECIPES = (
-    "table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention", "lm_retention", "population",
+    "table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention", "lm_retention",
+    "population",
 )  # fmt: skip
 
 
