@@ -99,3 +99,25 @@ def test_report_ships_its_data_and_passes_the_check(tmp_path: Path) -> None:
     assert (path.parent / "data" / "runs.parquet").is_file()
     result = check_report(path.parent)
     assert result.ok, result.message
+
+
+@pytest.mark.slow  # 5-9 min on 2 loaded cores (8 jobs, two sweeps, the report)
+def test_reproduce_population_smoke_end_to_end(tmp_path: Path) -> None:
+    from esbench.analysis.report_check import check_report
+    from esbench.recipes import all_jobs, get_recipe
+    from tests.conftest import esbench
+
+    runs, reports = tmp_path / "runs", tmp_path / "reports"
+    esbench(
+        "reproduce", "population", "scale=smoke", f"results_dir={runs}", f"out_dir={reports}", timeout=1800
+    )
+    jobs = all_jobs(get_recipe("population"), "smoke")
+    assert len(list((runs / "population").rglob("summary.json"))) == len(jobs) == 8
+    results = load_results(runs / "population")
+    assert sorted(set(results.runs["population"])) == [4, 8]
+    assert set(results.runs.groupby(["env_id", "population"]).size()) == {2}  # 2 seeds each
+    assert all(o.startswith("budget.stop_at_return=") for j in jobs for o in j if "stop_at_return" in o)
+    report = reports / "population" / "REPORT.md"
+    assert "a larger population needs more timesteps" in report.read_text()
+    result = check_report(report.parent)
+    assert result.ok, result.message
