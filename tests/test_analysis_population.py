@@ -101,7 +101,7 @@ def test_report_ships_its_data_and_passes_the_check(tmp_path: Path) -> None:
     assert result.ok, result.message
 
 
-@pytest.mark.slow  # 5-9 min on 2 loaded cores (8 jobs, two sweeps, the report)
+@pytest.mark.slow  # 3-9 min on 2 cores under load average ~7 (8 jobs, two sweeps, the report)
 def test_reproduce_population_smoke_end_to_end(tmp_path: Path) -> None:
     from esbench.analysis.report_check import check_report
     from esbench.recipes import all_jobs, get_recipe
