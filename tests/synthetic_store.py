@@ -57,6 +57,7 @@ def write_run(
     complete: bool = True,
     env_info: dict[str, Any] | None = None,
     stopped_at_return: bool = False,
+    population: int | None = None,
 ) -> Path:
     """Write one synthetic run under ``root/experiment/<run_id>/``.
 
@@ -78,6 +79,7 @@ def write_run(
         env_info: ``env.json`` content (default :data:`DEFAULT_ENV_INFO`).
         stopped_at_return: The run ended at its target score (``budget.stop_at_return``, set to
             its last evaluation return): marked so in the config and the summary.
+        population: ``algo.population_size`` (None: not set); part of the run id when set.
 
     Returns:
         The run directory.
@@ -86,11 +88,11 @@ def write_run(
     ys = np.asarray(eval_returns, dtype=float)
     wc = np.asarray(wall_clock_s, dtype=float) if wall_clock_s is not None else ts / 1000.0 / workers + 0.5
     name = env_name or env_id.split("/")[-1].split("-")[0].lower()
-    run_id = f"{algo}-{name}-fs{frame_skip}-w{workers}-s{seed}"
+    run_id = f"{algo}-{name}-fs{frame_skip}-w{workers}-s{seed}" + (f"-p{population}" if population else "")
     run_dir = Path(root) / experiment / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = {
-        "algo": {"name": algo},
+        "algo": {"name": algo, **({"population_size": population} if population else {})},
         "env": {"id": env_id, "name": name, "kind": env_kind, "frame_skip": frame_skip, "game": None},
         "budget": {
             "scale": scale,

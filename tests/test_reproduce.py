@@ -9,7 +9,10 @@ import pytest
 from esbench.recipes import SCALES, RecipeError, all_jobs, get_recipe, load_recipes
 from tests.conftest import esbench
 
-RECIPES = ("table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention", "lm_retention")
+RECIPES = (
+    "table1", "table2", "frameskip", "scaling", "curves", "es_family", "retention", "lm_retention",
+    "population",
+)  # fmt: skip
 
 
 def test_every_target_has_a_recipe_with_three_scales() -> None:

@@ -50,6 +50,7 @@ CONFIG_COLUMNS: tuple[str, ...] = (
     "scale",
     "workers",
     "cluster",  # cluster.kind: local (LocalCluster), processes (dask scheduler + workers), address, slurm
+    "population",  # algo.population_size (ES); NaN for an algorithm without one
 )
 
 #: Columns that name one replicate: a seed of one condition. Two runs alike in all of them are the
@@ -63,6 +64,7 @@ REPLICATE_COLUMNS: tuple[str, ...] = (
     "scale",
     "workers",
     "cluster",
+    "population",
     "seed",
 )
 
@@ -255,6 +257,7 @@ def _config_row(run_dir: Path) -> dict[str, Any]:
         "scale": str(sel("budget.scale") or summary.get("scale") or ""),
         "workers": _as_int(workers),
         "cluster": str(sel("cluster.kind") or "local"),
+        "population": _as_int(sel("algo.population_size")),
     }
 
 
