@@ -146,7 +146,7 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
         (
             ["tabel1", "scale=smoke"],
             "unknown recipe 'tabel1' (did you mean table1 or table2?); allowed: curves, es_family, "
-            "frameskip, lm_retention, retention, scaling, table1, table2, all",
+            "frameskip, lm_retention, population, retention, scaling, table1, table2, all",
         ),
         (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper, decisive"),
         (
