@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
-from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label
+from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label, transient_cells
 from esbench.analysis.retention_matched import (
     SUPPORTED,
     UNDECIDED,
@@ -375,16 +375,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             {
                 "Condition": [condition_label(a) for a in transient["algo"]],
                 "Seeds": transient["n_seeds"].astype(str),
-                "Drop to lowest": [
-                    _cell(*v)
-                    for v in transient[["drop_lowest", "drop_lowest_low", "drop_lowest_high"]].to_numpy()
-                ],
-                "Drop at end": [
-                    _cell(*v) for v in transient[["drop_end", "drop_end_low", "drop_end_high"]].to_numpy()
-                ],
-                "Recovery": [
-                    _cell(*v) for v in transient[["recovery", "recovery_low", "recovery_high"]].to_numpy()
-                ],
+                **transient_cells(transient),
                 "Verdict": transient["verdict"],
             }
         )

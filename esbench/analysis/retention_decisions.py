@@ -58,6 +58,17 @@ def _cell(mean: float, low: float, high: float) -> str:
     return fmt_num(mean, 3)
 
 
+def transient_cells(transient: pd.DataFrame) -> dict[str, list[str]]:
+    """The drop and recovery columns of a transient-or-permanent table
+    (:func:`~esbench.analysis.retention_matched.transient_summary`'s rows) as display cells,
+    "mean [low, high]"."""
+    columns = (("Drop to lowest", "drop_lowest"), ("Drop at end", "drop_end"), ("Recovery", "recovery"))
+    return {
+        title: [_cell(*v) for v in transient[[col, f"{col}_low", f"{col}_high"]].to_numpy()]
+        for title, col in columns
+    }
+
+
 def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
@@ -208,16 +219,7 @@ def matched_gain_section(
                 ],
                 "During": transient["during"].astype(str),
                 "Seeds": transient["n_seeds"].astype(str),
-                "Drop to lowest": [
-                    _cell(*v)
-                    for v in transient[["drop_lowest", "drop_lowest_low", "drop_lowest_high"]].to_numpy()
-                ],
-                "Drop at end": [
-                    _cell(*v) for v in transient[["drop_end", "drop_end_low", "drop_end_high"]].to_numpy()
-                ],
-                "Recovery": [
-                    _cell(*v) for v in transient[["recovery", "recovery_low", "recovery_high"]].to_numpy()
-                ],
+                **transient_cells(transient),
                 "Verdict": transient["verdict"],
             }
         )
