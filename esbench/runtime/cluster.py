@@ -93,7 +93,8 @@ _KEPT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
 @contextlib.contextmanager
 def reusing_local_clusters() -> Iterator[None]:
     """Inside, a ``cluster=local`` LocalCluster stays open when its client closes, and the next
-    :func:`dask_client` asking for the same settings (workers, threads, memory limit, dashboard)
+    :func:`dask_client` asking for the same settings (workers, threads, memory limit, dashboard,
+    the Dask settings its processes start with)
     connects to it instead of starting another; settings that differ close it and start anew (one
     kept at a time, so idle workers never share the machine with a measured sweep). Closed on exit.
 
@@ -123,7 +124,9 @@ def _local_cluster(cluster_cfg: Any) -> tuple[LocalCluster, bool]:
     """A LocalCluster for ``cluster_cfg`` and whether the caller closes it (False: it is kept)."""
     n = int(cluster_cfg.n_workers or os.cpu_count() or 1)
     dashboard = bool(cluster_cfg.dashboard)
-    settings = (n, int(cluster_cfg.threads_per_worker), str(cluster_cfg.memory_limit), dashboard)
+    config = _local_cluster_config(cluster_cfg)  # the Dask settings its processes start with
+    threads, memory = int(cluster_cfg.threads_per_worker), str(cluster_cfg.memory_limit)
+    settings = (n, threads, memory, dashboard, repr(config))
     kept = _KEPT.get()
     if kept is not None and kept.get("settings") == settings:
         cluster = kept["cluster"]
@@ -132,10 +135,10 @@ def _local_cluster(cluster_cfg: Any) -> tuple[LocalCluster, bool]:
     if kept is not None and kept.get("cluster") is not None:
         close_quietly(kept.pop("cluster"))
         kept.pop("settings", None)
-    with dask.config.set(_local_cluster_config(cluster_cfg)):
+    with dask.config.set(config):
         cluster = LocalCluster(
             n_workers=n,
-            threads_per_worker=int(cluster_cfg.threads_per_worker),
+            threads_per_worker=threads,
             processes=True,
             host=LOOPBACK,  # scheduler, nannies and workers
             # any free port: a sweep may run several clusters at once. Dask starts the
