@@ -9,6 +9,9 @@ how often each of esbench's interval methods does, on simulated data with a know
   :func:`esbench.analysis.verdicts.ratio_interval`) on synthetic learning curves whose seeds
   learn at different rates, with evaluation noise and censoring ("not reached by L"), against a
   published constant and against a baseline with its own seeds;
+* the efficiency per worker of a scaling claim (:func:`esbench.analysis.scaling.efficiency_interval`,
+  a t interval on per-seed log ratios, seeds paired across worker counts), with normal and skewed
+  run-to-run jitter;
 * a difference of two means (:func:`esbench.analysis.stats.welch_ci`, Welch's t: the ES family
   table and the retention claim);
 * the IQM across tasks (:func:`esbench.analysis.stats.iqm_ci`, stratified bootstrap);
@@ -27,6 +30,7 @@ import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import stats
 
+from esbench.analysis.scaling import efficiency_interval
 from esbench.analysis.stats import COVERAGE_METHODS, DISTRIBUTIONS, iqm_ci, simulated_coverage, welch_ci
 from esbench.analysis.verdicts import (
     SIDE_CONFIDENCE,
@@ -141,6 +145,35 @@ def win_count_coverage(n: int, n_games: int = 10, n_datasets: int = 200, seed: i
     return hits / n_datasets
 
 
+def efficiency_coverage(n: int, skewed: bool = False, n_datasets: int = 2000, seed: int = 0) -> float:
+    """Coverage of :func:`~esbench.analysis.scaling.efficiency_interval` (on throughput) at n seeds.
+
+    Each seed runs at its own speed (lognormal, sigma 0.5: seeds play different episodes) at both
+    worker counts; the larger count is 2x the workers at a true efficiency of 0.8, and every run
+    jitters around its seed's speed (lognormal, sigma 0.1; ``skewed``: the log jitter is a centred
+    exponential, so the log ratios are skewed). The truth is the geometric-mean efficiency, 0.8.
+    """
+    rng = np.random.default_rng(seed)
+    truth, ideal = 0.8, 2.0
+    empty = pd.DataFrame({"run_id": [], "wall_clock_s": [], "eval_return_mean": []})
+    seeds = np.arange(n)
+
+    def jitter(shape: tuple[int, int]) -> np.ndarray:
+        if skewed:
+            return np.exp(0.1 * (rng.exponential(1.0, shape) - 1.0))
+        return np.exp(0.1 * rng.standard_normal(shape))
+
+    speed = np.exp(0.5 * rng.standard_normal((n_datasets, n)))
+    base = speed * jitter((n_datasets, n))
+    top = speed * ideal * truth * jitter((n_datasets, n))
+    hits = 0
+    for b, t in zip(base, top, strict=True):
+        runs = [pd.DataFrame({"run_id": seeds, "seed": seeds, "steps_per_s": v}) for v in (b, t)]
+        eff = efficiency_interval(runs[0], runs[1], empty, ideal, threshold=None)
+        hits += bool(eff.low <= truth <= eff.high)
+    return hits / n_datasets
+
+
 def median_coverage(n: int, n_datasets: int = 500, seed: int = 0) -> float:
     """Coverage of the percentile bootstrap interval of a median over n seeds (lognormal times,
     sigma 1: true median 1), as :mod:`esbench.analysis.time_to_score` prints it."""
@@ -197,6 +230,13 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
         row = {"statistic": label, "method": method, "data": synthetic, "used": True, "datasets": 500}
         for n in seeds:
             row[f"n={n}"] = ratio_coverage(n, n if n_base < 0 else 0)[0]
+        rows.append(row)
+    for skewed in (False, True):
+        row = {"statistic": "efficiency per worker (scaling)", "method": "t on paired log ratios",
+               "data": "skewed run jitter" if skewed else "lognormal run jitter", "used": True,
+               "datasets": 2000}  # fmt: skip
+        for n in seeds:
+            row[f"n={n}"] = efficiency_coverage(n, skewed)
         rows.append(row)
     row = {"statistic": "difference of two means", "method": "Welch t",
            "data": "normal, spreads 1 and 3", "used": True, "datasets": 2000}  # fmt: skip

@@ -17,13 +17,22 @@ than cores is oversubscribed).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from esbench.analysis.curves import first_reach
+from esbench.analysis.stats import mean_ci, welch_ci
 from esbench.analysis.tables import fmt_num, write_table
+
+#: How a report names the interval of the efficiency per worker.
+EFFICIENCY_CI_METHOD = (
+    "Student-t interval of the mean over seeds of log(efficiency), exponentiated (so the point is "
+    "the geometric mean); seeds paired across the two worker counts (Welch's interval on log "
+    "times when fewer than 2 seeds are shared)"
+)
 
 SCALING_COLUMNS: tuple[str, ...] = (
     "algo",
@@ -114,6 +123,96 @@ def scaling_table(
             )
             rows.append(row)
     return pd.DataFrame(rows, columns=list(SCALING_COLUMNS))
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Efficiency per worker of one worker count against another, with its interval.
+
+    Attributes:
+        point: Geometric mean over seeds of (speedup / ideal speedup).
+        low, high: Its interval (:data:`EFFICIENCY_CI_METHOD`); NaN with fewer than 2 seeds.
+        n_seeds: Seeds behind it (shared by both worker counts when ``paired``; else the fewer).
+        basis: ``"time"`` (time to the threshold) or ``"throughput"`` (timesteps per second).
+        paired: Whether each seed was compared with itself at the other worker count.
+    """
+
+    point: float
+    low: float
+    high: float
+    n_seeds: int
+    basis: str
+    paired: bool
+
+
+def _per_seed(
+    runs: pd.DataFrame, curves: pd.DataFrame, threshold: float | None
+) -> tuple[pd.Series, pd.Series]:
+    """(seconds to ``threshold``, timesteps per second) of each run, indexed by seed."""
+    seeds = runs["seed"].to_numpy()
+    times = [
+        time_to_threshold(curves[curves["run_id"] == rid], threshold) if threshold is not None else np.nan
+        for rid in runs["run_id"]
+    ]
+    speed = runs["steps_per_s"].astype(float).to_numpy()
+    return pd.Series(times, index=seeds, dtype=float), pd.Series(speed, index=seeds, dtype=float)
+
+
+def efficiency_interval(
+    base_runs: pd.DataFrame,
+    top_runs: pd.DataFrame,
+    curves: pd.DataFrame,
+    ideal: float,
+    threshold: float | None,
+    confidence: float = 0.95,
+) -> Efficiency:
+    """Efficiency per worker of ``top_runs`` against ``base_runs`` (one algorithm, environment and
+    cluster kind at two worker counts), with an interval whose coverage is that of a t interval.
+
+    A run is a pure function of its config, so a seed plays the same curve at every worker count and
+    only its wall clock differs: comparing each seed with itself removes the spread between seeds.
+    Per shared seed, efficiency = (its time to ``threshold`` at the base count / at the top count)
+    / ``ideal``; on timesteps per second (top / base) / ``ideal`` when a time is not measured (a run
+    that never reached the threshold). Ratios are skewed, so the interval is taken on their logs
+    and exponentiated: at n seeds it covers as a t interval does (95% on normal logs; measured for
+    skewed ones by :func:`esbench.analysis.stats.simulated_coverage`).
+
+    Args:
+        base_runs, top_runs: Complete runs (run table rows: run_id, seed, steps_per_s) at the fewer
+            and the more workers.
+        curves: The curve table (wall_clock_s, eval_return_mean) of those runs.
+        ideal: The linear speedup, top workers / base workers.
+        threshold: The score whose time is compared; None compares throughput.
+        confidence: Nominal level.
+    """
+    nan = float("nan")
+    base_t, base_s = _per_seed(base_runs, curves, threshold)
+    top_t, top_s = _per_seed(top_runs, curves, threshold)
+    timed = bool(np.all(np.isfinite(base_t)) and np.all(np.isfinite(top_t)) and len(base_t) and len(top_t))
+    # Efficiency is (base time / top time) / ideal or (top speed / base speed) / ideal: in logs,
+    # the mean of "numerator" minus the mean of "denominator", less log(ideal).
+    num, den = (np.log(base_t), np.log(top_t)) if timed else (np.log(top_s), np.log(base_s))
+    basis = "time" if timed else "throughput"
+    shared = sorted(set(num.index) & set(den.index))
+    if len(shared) >= 2:
+        diff = num.loc[shared].to_numpy() - den.loc[shared].to_numpy() - np.log(ideal)
+        mean, low, high = mean_ci(diff, confidence=confidence)
+        return Efficiency(
+            float(np.exp(mean)), float(np.exp(low)), float(np.exp(high)), len(shared), basis, True
+        )
+    if num.empty or den.empty:
+        return Efficiency(nan, nan, nan, 0, basis, False)
+    diff_w, low_w, high_w = welch_ci(num.to_numpy(), den.to_numpy(), confidence)
+    shift = np.log(ideal)
+    n = min(len(num), len(den))
+    return Efficiency(
+        float(np.exp(diff_w - shift)),
+        float(np.exp(low_w - shift)),
+        float(np.exp(high_w - shift)),
+        n,
+        basis,
+        False,
+    )
 
 
 def write_scaling(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
