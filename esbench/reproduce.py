@@ -1,8 +1,8 @@
 """``esbench reproduce``: one command per paper table or figure — the sweep, then the report.
 
     esbench reproduce --list                               recipes and estimated cost per scale
-    esbench reproduce RECIPE|all scale=smoke|mini|paper|decisive [results_dir=PATH] [out_dir=PATH]
-                      [allow_partial=true] [--dry-run] [KEY=VALUE ...]
+    esbench reproduce RECIPE|all scale=smoke|mini|paper|decisive|decisive_hard
+                      [results_dir=PATH] [out_dir=PATH] [allow_partial=true] [--dry-run] [KEY=VALUE ...]
 
 Everything is checked first (recipe, scale, every job's config, the scheduler of
 ``cluster=address``); then each of the recipe's sweeps runs on the Dask launcher (jobs already

@@ -136,7 +136,8 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
         assert name in out
     recipes = load_recipes()
     assert out.count(" jobs ") == sum(len(r.scales) for r in recipes.values()) >= 3 * len(RECIPES)
-    assert "  decisive " in out  # table1's scale that decides on one machine, with its cost
+    assert "  decisive " in out  # table1's scales that decide on one machine, with their cost
+    assert "  decisive_hard " in out
     assert "core-h" in out and "on 2 cores" in out and "steps/s" in out
 
 
@@ -148,14 +149,19 @@ def test_list_shows_every_recipe_with_cost_per_scale() -> None:
             "unknown recipe 'tabel1' (did you mean table1 or table2?); allowed: curves, es_family, "
             "frameskip, lm_retention, population, retention, scaling, table1, table2, all",
         ),
-        (["table1", "scale=huge"], "scale='huge' is unknown; allowed: smoke, mini, paper, decisive"),
+        (
+            ["table1", "scale=huge"],
+            "scale='huge' is unknown; allowed: smoke, mini, paper, decisive, decisive_hard",
+        ),
         (
             ["table1", "scale=minii"],
-            "scale='minii' is unknown (did you mean mini?); allowed: smoke, mini, paper, decisive",
+            "scale='minii' is unknown (did you mean mini?); allowed: smoke, mini, paper, decisive, "
+            "decisive_hard",
         ),
         (
             ["table1"],
-            "give a scale (e.g. esbench reproduce table1 scale=smoke); allowed: smoke, mini, paper, decisive",
+            "give a scale (e.g. esbench reproduce table1 scale=smoke); allowed: smoke, mini, paper, "
+            "decisive, decisive_hard",
         ),
     ],
 )
@@ -192,6 +198,30 @@ def test_decisive_scale_gives_es_the_papers_trpo_timesteps_and_stops_at_its_scor
         assert float(j["budget.stop_at_return"]) == row["trpo_score"]
     with pytest.raises(RecipeError, match="recipe curves has no scale=decisive"):
         get_recipe("curves").plan("decisive")
+
+
+def test_decisive_hard_scale_gives_es_10x_the_papers_trpo_timesteps_on_hopper_and_walker2d() -> None:
+    """The hard tasks' claim ("less than 10x") decided by its own limit: each ES job gets 10x the
+    paper's TRPO timesteps to TRPO's 5M-timestep score and stops at that score."""
+    from esbench.analysis.table1 import load_mujoco_reference
+
+    ref = load_mujoco_reference()
+    full = ref[ref["progress_fraction"] == 1.0].set_index("gymnasium_id")
+    envs = {"hopper": "Hopper-v5", "walker2d": "Walker2d-v5"}
+    jobs = [dict(a.split("=", 1) for a in job) for job in all_jobs(get_recipe("table1"), "decisive_hard")]
+    assert {j["env"] for j in jobs} == set(envs) and {j["algo"] for j in jobs} == {"openai_es"}
+    for j in jobs:
+        row = full.loc[envs[j["env"]]]
+        assert int(j["budget.timesteps"]) == round(10 * row["trpo_timesteps"])
+        assert float(j["budget.stop_at_return"]) == row["trpo_score"]
+        assert j["budget"] == "decisive_hard"
+    assert all(sum(j["env"] == env for j in jobs) >= 3 for env in envs)  # seeds per task
+    from esbench.config.compose import compose_run_config
+
+    for env in envs:  # the budget preset exists and each task's job validates
+        job = next(job for job in all_jobs(get_recipe("table1"), "decisive_hard") if f"env={env}" in job)
+        cfg = compose_run_config(list(job))
+        assert cfg.budget.scale == "decisive_hard" and cfg.algo.noise_table_size == 250_000_000
 
 
 def test_paper_scale_gives_es_1_5x_the_papers_es_timesteps_with_stop_at_target_and_trpo_5m() -> None:

@@ -125,9 +125,9 @@ class PolicyConfig:
 
 @dataclass
 class BudgetConfig:
-    """How much work a run may do. ``scale`` names the budget (smoke / mini / decisive / paper)."""
+    """How much work a run may do. ``scale`` names the budget preset (conf/budget/<scale>.yaml)."""
 
-    scale: str = _c("mini", choices=("smoke", "mini", "decisive", "paper", "custom"))
+    scale: str = _c("mini", choices=("smoke", "mini", "decisive", "decisive_hard", "paper", "custom"))
     timesteps: int = _c(1_000_000, ge=1)  # training environment steps (agent steps)
     generations: int | None = _c(None, ge=1)  # ES only: stop after this many generations too
     # Timesteps of each stage of a task sequence (conf/sequence/*.yaml read it as their
