@@ -26,7 +26,7 @@ from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
 from esbench.tracking.store import RunStore
 from esbench.tracking.wandb_writer import WandbWriter
-from esbench.training.ruler import stage_plan
+from esbench.training.ruler import recorded_pretraining, stage_plan
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,8 @@ def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:
     if cfg.tracker.console:
         plan = stage_plan(cfg)
         label = env_id if not plan.is_sequence else f"{env_id} sequence={plan.sequence}"
-        console = ConsoleProgress(plan.total_timesteps, f"{cfg.algo.name} {label} s{cfg.seed}")
+        total = plan.total_timesteps + recorded_pretraining(cfg, plan)
+        console = ConsoleProgress(total, f"{cfg.algo.name} {label} s{cfg.seed}")
         writers.append(console)
     wandb_writer = None
     if cfg.tracker.wandb and cfg.tracker.mode != "disabled":

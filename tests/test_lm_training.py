@@ -119,11 +119,17 @@ def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
 
 
 def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Path) -> None:
-    metrics, summary = _run(
-        tmp_path, "algo=eggroll", *ES, "sequence=lm_addition_to_countdown", "budget.stage_timesteps=32"
-    )
+    overrides = ["algo=eggroll", *ES, "sequence=lm_addition_to_countdown", "budget.stage_timesteps=32"]
+    metrics, summary = _run(tmp_path, *overrides)
     pre = 150 * 32  # stage A is the pretraining: its steps x its batch, in training sequences
     assert summary["stages"] == ["addition", "countdown"] and summary["stage_boundaries"] == [pre, pre + 32]
+    from esbench.training.ruler import recorded_pretraining, stage_plan
+
+    cfg = compose_run_config([*TINY, *overrides])
+    plan = stage_plan(cfg)  # the console bar counts to where the run ends, the pretraining included
+    assert plan.total_timesteps + recorded_pretraining(cfg, plan) == summary["total_timesteps"] == pre + 32
+    alone = compose_run_config([*TINY, *overrides, "sequence.only_stage=1"])
+    assert recorded_pretraining(alone, stage_plan(alone)) == 0  # task B alone records no stage A
     points = metrics[metrics["eval_return_mean"].notna()]
     assert set(points["eval_task"]) == {"addition", "countdown"}
     assert set(metrics.loc[metrics["timesteps"] > pre, "train_task"]) == {"countdown"}

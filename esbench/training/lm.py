@@ -69,7 +69,14 @@ from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import StageStates, write_stage_states
 from esbench.training.lm_population import ChunkTask, distributed_fitness, member_chunks
 from esbench.training.loop import walk_stages
-from esbench.training.ruler import Counters, Stage, StageEval, stage_plan, write_snapshots
+from esbench.training.ruler import (
+    Counters,
+    Stage,
+    StageEval,
+    recorded_pretraining,
+    stage_plan,
+    write_snapshots,
+)
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 from esbench.utils.io import atomic_write_json
 from esbench.utils.seeding import sha256_array
@@ -292,12 +299,12 @@ def run_lm_learner(
         prog.snapshots = [flat_params(model)]
     loop = SequenceLoop(plan, prog, interval, None)
     learner = learner_cls(cfg, store, logger, loop, model, tok, LMEvaluator(cfg, tok, reference))
-    if resumed is None and plan.is_sequence and plan.stages[0].timesteps == 0 and int(cfg.lm.pretrain.steps):
+    if resumed is None and recorded_pretraining(cfg, plan):
         # Stage 0 is the pretraining: it starts from the initial weights (its point at timestep 0
         # and its snapshot) and ends at the prior, pretrain.steps * batch_size sequences later.
         initial = flat_params(build_model(_section(cfg, "model", ModelConfig), tok))
         prog.snapshots = [initial]
-        learner.pretraining = (initial, int(cfg.lm.pretrain.steps) * int(cfg.lm.pretrain.batch_size))
+        learner.pretraining = (initial, recorded_pretraining(cfg, plan))
     walk_stages(loop, learner)
     learner.on_stage_end()
     learner.log_samples("last")

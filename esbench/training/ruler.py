@@ -118,6 +118,16 @@ class StagePlan:
         return len(self.stages) > 1
 
 
+def recorded_pretraining(cfg: DictConfig, plan: StagePlan) -> int:
+    """Timesteps a run records for a stage trained before it: on ``env=lm``, a sequence whose first
+    stage has budget 0 records the task-A pretraining as that stage (``pretrain.steps x
+    pretrain.batch_size`` training sequences, :mod:`esbench.training.lm`); 0 for every other run."""
+    if str(cfg.env.kind) != "lm" or not plan.is_sequence or plan.stages[0].timesteps != 0:
+        return 0
+    pretrain = cfg.lm.pretrain
+    return int(pretrain.steps) * int(pretrain.batch_size)
+
+
 def _plain(node: DictConfig) -> dict[str, Any]:
     """A config node as plain, resolved data."""
     data = OmegaConf.to_container(node, resolve=True)
