@@ -58,14 +58,16 @@ def text_boxes(fig: Figure, renderer: RendererBase) -> list[tuple[str, Bbox]]:
     items: list[tuple[str, Text]] = []
     for text in fig.texts:
         items.append(("figure text", text))
-    if fig._suptitle is not None:
-        items.append(("figure title", fig._suptitle))
+    suptitle = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle's Text only here
+    if isinstance(suptitle, Text):
+        items.append(("figure title", suptitle))
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible() or not ax.axison:
             continue
         where = f"panel {i + 1}"
-        for title in (ax.title, ax._left_title, ax._right_title):
-            items.append((f"{where} title", title))
+        for title in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            if isinstance(title, Text):
+                items.append((f"{where} title", title))
         items.append((f"{where} x label", ax.xaxis.label))
         items.append((f"{where} y label", ax.yaxis.label))
         items.append((f"{where} x offset", ax.xaxis.get_offset_text()))

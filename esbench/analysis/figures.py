@@ -143,7 +143,7 @@ def wrap_to(text: str, inches: float, points: float) -> str:
 
 def _panel_inches(ax: Axes) -> tuple[float, float]:
     """(width, height) in inches of the grid cell ``ax`` occupies (labels and ticks included)."""
-    fig = ax.get_figure()
+    fig = ax.get_figure(root=True)
     spec = ax.get_subplotspec()
     if fig is None or spec is None:
         return 3.2, 2.5
@@ -441,7 +441,8 @@ def plot_ratio_intervals(
     One row per task; per progress fraction a point (our ratio) with a bar (its interval) and,
     beside it, the paper's ratio (black cross). A ratio ES never reached is drawn at its lower
     bound with a right-pointing triangle; an interval open to the right ends in an arrow; a ratio
-    of 0 (ES at or above the target at its first evaluation) sits on the left edge. Vertical lines
+    of 0 (ES at or above the target at its first evaluation) is a left-pointing triangle on the
+    left edge. Vertical lines
     at the paper's two claims and at parity: 10x (its bound on the hard tasks, whose names are
     marked "hard"), 1/3x (its "up to 3x better" on the simple ones) and 1x (as many timesteps as
     TRPO); the legend names every mark and line.
@@ -494,12 +495,12 @@ def plot_ratio_intervals(
                             ax.annotate(
                                 "", (top, y), (top / 2, y), arrowprops={"arrowstyle": "->", "color": color}
                             )
-                    ax.plot(max(ratio, floor), y, marker="o" if ratio > 0 else "<", color=color,
-                            linestyle="none")  # fmt: skip
+                    at = ratio if ratio > floor else floor * 1.25  # 0 or below the axis: at its left edge
+                    ax.plot(at, y, marker="o" if ratio > floor else "<", color=color, linestyle="none")
                 if np.isfinite(float(r.paper_ratio)):
                     ax.plot(float(r.paper_ratio), y, marker="x", color="#000000", linestyle="none",
                             markersize=5)  # fmt: skip
-        lines = (
+        lines: tuple[tuple[float, Any, str], ...] = (
             (10.0, "--", "10x (paper's bound, hard tasks)"),
             (1.0, ":", "1x (as many as TRPO)"),
             (1 / 3, "-.", "1/3x (paper's best, simple tasks)"),

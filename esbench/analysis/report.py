@@ -434,10 +434,11 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
                 "TRPO's learning progress (target(p) = init + p (final - init) of the paper's TRPO curve, "
                 "supplementary Table 3), divided by the timesteps the paper's TRPO needed; dots and bars: "
                 "our ratio and its 95% interval (inverted Student-t band of the ES mean curve); "
-                "black crosses: the paper's own ES/TRPO ratio; triangles: never reached within the budget "
-                "(drawn at the lower bound last timestep / TRPO timesteps); dashed line 10x (the paper's "
-                "bound on the hard tasks, marked hard), dotted line 1x, dash-dotted line 1/3x (the "
-                'paper\'s "up to 3x better" on the simple tasks); '
+                "black crosses: the paper's own ES/TRPO ratio; right-pointing triangles: never reached "
+                "within the budget (drawn at the lower bound last timestep / TRPO timesteps); a "
+                "left-pointing triangle on the left edge: a ratio of 0 (ES at the target at its first "
+                "evaluation); dashed line 10x (the paper's bound on the hard tasks, marked hard), dotted "
+                'line 1x, dash-dotted line 1/3x (the paper\'s "up to 3x better" on the simple tasks); '
                 f"{_seed_count_text(paper['n_seeds_es'], 'ES')} per task",
             )
         )
