@@ -310,7 +310,7 @@ def plot_learning_curves(
                 ax,
                 f"IQM over {len(envs)} tasks",
                 f"Fraction of budget ({X_LABELS.get(x, x).split(' (')[0].lower()})",
-                "Normalized return (IQM; 0 lowest, 1 highest on the task)",
+                "Normalized return (IQM)",
             )
             compact_ticks(ax, x=False)
         for ax in axes:  # legend labels with the seed counts, for the figure's one legend
