@@ -246,3 +246,41 @@ def test_the_check_finds_a_legend_inside_the_data_and_the_figure_legend_is_outsi
     a.get_legend().remove()
     figures.figure_legend(fig, [a, b])
     assert layout_problems(fig) == []
+
+
+def test_curves_show_each_seed_to_its_end_and_the_mean_only_where_every_seed_ran(
+    tmp_path: Path, drawn: list[tuple[str, Figure]]
+) -> None:
+    _table1(tmp_path / "runs")
+    report = build_report("table1", tmp_path / "runs" / "table1", tmp_path / "paper").read_text()
+    figs = dict(drawn)
+    wall = figs["curves_wall_clock_s"].axes[0]  # HalfCheetah-v5
+    thin = [ln for ln in wall.get_lines() if ln.get_linewidth() < 1.0]
+    thick = [ln for ln in wall.get_lines() if ln.get_linewidth() >= 1.0]
+    ends = sorted(float(np.max(ln.get_xdata())) for ln in thin)
+    # _table1: TRPO's seeds end at 2.4M / (1500 + 600 s) s, ES's at 2.6M / (4000 + 1500 s) s.
+    expected = sorted(
+        [2.4e6 / (1500 + 600 * s) for s in range(3)] + [2.6e6 / (4000 + 1500 * s) for s in range(3)]
+    )
+    assert ends == pytest.approx(expected)
+    assert sorted(float(np.max(ln.get_xdata())) for ln in thick) == pytest.approx(
+        [2.6e6 / 7000, 2.4e6 / 2700]
+    )
+    steps = figs["curves_timesteps"].axes[0]
+    assert len(steps.collections) == 2  # a 95% band for each algorithm
+    assert "95% Student-t band (n = 3 seeds per condition)" in report
+    assert "R_min and R_max the lowest and highest evaluation return any algorithm reached" in report
+
+
+def test_the_headline_ratio_figure_marks_the_papers_claims_and_the_hard_tasks(
+    tmp_path: Path, drawn: list[tuple[str, Figure]]
+) -> None:
+    _decisive(tmp_path / "runs")
+    report = build_report("table1", tmp_path / "runs" / "table1", tmp_path / "paper").read_text()
+    ax = dict(drawn)["table1_headline"].axes[0]
+    verticals = sorted(float(ln.get_xdata()[0]) for ln in ax.get_lines() if len(set(ln.get_xdata())) == 1
+                       and len(ln.get_xdata()) == 2 and ln.get_color() == "#000000")  # fmt: skip
+    assert verticals == pytest.approx([1 / 3, 1.0, 10.0])
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "Walker2d (hard)" in labels and "Swimmer" in labels
+    assert "figures/table1_headline.png" in report and "n = 5 ES seeds per task" in report
