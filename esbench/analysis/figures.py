@@ -110,26 +110,30 @@ def compact_ticks(ax: Axes, x: bool = True, y: bool = True, nbins: int = 4) -> N
             axis.set_major_formatter(FuncFormatter(short_number))
 
 
+#: Average glyph width as a share of the font size (DejaVu Sans, mixed case): how many characters
+#: fit a panel's width or height when a title or an axis label is wrapped to it.
+GLYPH_WIDTH_EM = 0.6
+
+
 def figure_legend(fig: Figure, axes: Sequence[Axes], ncols: int = 3) -> None:
     """One legend for the whole figure, below the panels (outside every data area): each label
-    once, from whichever panel drew it first."""
+    once, from whichever panel drew it first, in at most ``ncols`` columns and in no more than
+    fit the figure's width (long labels take fewer columns and more rows)."""
     seen: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
     if seen:
+        points = _points(mpl.rcParams["legend.fontsize"], float(mpl.rcParams["font.size"]))
+        column = (GLYPH_WIDTH_EM * max(map(len, seen)) + 4.0) * points  # label + handle, in points
+        fits = int(fig.get_figwidth() * 72.0 // column)
         fig.legend(
             list(seen.values()),
             list(seen),
             loc="outside lower center",
-            ncols=max(1, min(ncols, len(seen))),
+            ncols=max(1, min(ncols, len(seen), fits)),
             frameon=False,
         )
-
-
-#: Average glyph width as a share of the font size (DejaVu Sans, mixed case): how many characters
-#: fit a panel's width or height when a title or an axis label is wrapped to it.
-GLYPH_WIDTH_EM = 0.6
 
 
 def wrap_to(text: str, inches: float, points: float) -> str:
@@ -248,7 +252,8 @@ def plot_learning_curves(
     multi = len(envs) > 1 and series == ["algo"]
     n_panels = len(envs) + int(multi)
     ncols = min(3, n_panels)
-    fig, axes = new_figure(n_panels, ncols=ncols)
+    wide = n_panels == 1 and len(series) > 1  # one panel of many conditions: room for their legend
+    fig, axes = new_figure(n_panels, ncols=ncols, panel_size=(5.0, 3.0) if wide else (3.2, 2.5))
     agg = aggregate_curves(curves, ["env_id", *series], x=x, rng=rng, stopped=stopped)
     extras = (
         sorted({tuple(k) for k in curves[series[1:]].itertuples(index=False)}) if len(series) > 1 else [()]
