@@ -117,8 +117,8 @@ GLYPH_WIDTH_EM = 0.6
 
 def figure_legend(fig: Figure, axes: Sequence[Axes], ncols: int = 3) -> None:
     """One legend for the whole figure, below the panels (outside every data area): each label
-    once, from whichever panel drew it first, in at most ``ncols`` columns and in no more than
-    fit the figure's width (long labels take fewer columns and more rows)."""
+    once, from whichever panel drew it first, in at most ``ncols`` columns and in no more columns
+    than fit the figure's width (long labels take fewer columns and more rows)."""
     seen: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -447,10 +447,9 @@ def plot_ratio_intervals(
     beside it, the paper's ratio (black cross). A ratio ES never reached is drawn at its lower
     bound with a right-pointing triangle; an interval open to the right ends in an arrow; a ratio
     of 0 (ES at or above the target at its first evaluation) is a left-pointing triangle on the
-    left edge. Vertical lines
-    at the paper's two claims and at parity: 10x (its bound on the hard tasks, whose names are
-    marked "hard"), 1/3x (its "up to 3x better" on the simple ones) and 1x (as many timesteps as
-    TRPO); the legend names every mark and line.
+    left edge. Vertical lines at the paper's two claims and at parity: 10x (its bound on the hard
+    tasks, whose names are marked "hard"), 1/3x (its "up to 3x better" on the simple ones) and 1x
+    (as many timesteps as TRPO); the legend names every mark and line.
 
     Args:
         table: :func:`esbench.analysis.table1.table1` or :func:`~esbench.analysis.table1.table1_paper`:
