@@ -227,8 +227,8 @@ def _curve_figures(
                 caption += (
                     ". Last panel: interquartile mean (IQM) over tasks of the normalized return, "
                     "(R - R_min) / (R_max - R_min) with R_min and R_max the lowest and highest "
-                    "evaluation return any algorithm reached on the task, against the fraction of "
-                    "each algorithm's own budget on the task; stratified bootstrap band"
+                    "evaluation return any algorithm reached on the task (0 and 1), against the "
+                    f"fraction of {_IQM_SPAN[x]}; stratified bootstrap band"
                 )
             if stopped_runs(results):
                 caption += (
@@ -238,6 +238,16 @@ def _curve_figures(
                 )
             out.append(_figure_md(paths, root, caption))
     return out
+
+
+#: The x axis of the IQM panel: what its 0 to 1 is a fraction of, per x column.
+_IQM_SPAN: dict[str, str] = {
+    "timesteps": "the timesteps every seed of the algorithm ran on the task (its budget, unless a "
+    "run stopped early)",
+    "frames": "the frames every seed of the algorithm ran on the task (its budget, unless a run "
+    "stopped early)",
+    "wall_clock_s": "the seconds every seed of the algorithm ran on the task (up to its fastest seed's end)",
+}
 
 
 def _seeds_per_condition(runs: pd.DataFrame, by: Sequence[str]) -> str:
