@@ -791,7 +791,8 @@ def _section_population(results: Results, root: Path, rng: np.random.Generator, 
             "population (log-log), per task: dots and bars, the first timestep the mean curve over "
             "seeds reaches it and the 95% interval of its inverted Student-t band; triangles, never "
             "reached (drawn at the last timestep every seed covers); arrows, an interval open above; "
-            "dashed line, the paper's ES timesteps to the same score (supplementary Table 3)",
+            "dashed line, the paper's ES timesteps to the same score (supplementary Table 3); "
+            f"{_seed_count_text(table['n_seeds'], 'ES')} per population",
         )
     )
     return sec
