@@ -175,7 +175,7 @@ STORES: dict[str, tuple[Callable[[Path], None], str, int]] = {
     "table1": (_table1, "table1", 4),
     "decisive": (_decisive, "table1", 3),
     "table2": (_table2, "table2", 2),
-    "frameskip": (_frameskip, "frameskip", 4),
+    "frameskip": (_frameskip, "frameskip", 2),
     "scaling": (_scaling, "scaling", 5),
     "es_family": (_es_family, "es_family", 2),
     "population": (_population, "population", 3),
