@@ -6,6 +6,7 @@ state, no GUI backend), and saved without timestamps so that the same data give 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +18,7 @@ from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import font_scalings
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
@@ -108,21 +110,78 @@ def compact_ticks(ax: Axes, x: bool = True, y: bool = True, nbins: int = 4) -> N
             axis.set_major_formatter(FuncFormatter(short_number))
 
 
+#: Average glyph width as a share of the font size (DejaVu Sans, mixed case): how many characters
+#: fit a panel's width or height when a title or an axis label is wrapped to it.
+GLYPH_WIDTH_EM = 0.6
+
+
 def figure_legend(fig: Figure, axes: Sequence[Axes], ncols: int = 3) -> None:
     """One legend for the whole figure, below the panels (outside every data area): each label
-    once, from whichever panel drew it first."""
+    once, from whichever panel drew it first, in at most ``ncols`` columns and in no more columns
+    than fit the figure's width (long labels take fewer columns and more rows)."""
     seen: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
     if seen:
+        points = _points(mpl.rcParams["legend.fontsize"], float(mpl.rcParams["font.size"]))
+        column = (GLYPH_WIDTH_EM * max(map(len, seen)) + 4.0) * points  # label + handle, in points
+        fits = int(fig.get_figwidth() * 72.0 // column)
         fig.legend(
             list(seen.values()),
             list(seen),
             loc="outside lower center",
-            ncols=max(1, min(ncols, len(seen))),
+            ncols=max(1, min(ncols, len(seen), fits)),
             frameon=False,
         )
+
+
+def wrap_to(text: str, inches: float, points: float) -> str:
+    """``text`` broken at spaces into lines of at most ``inches`` at a font of ``points``.
+
+    A word longer than a line is left whole (never hyphenated mid-name).
+    """
+    chars = max(10, int(inches * 72.0 / (GLYPH_WIDTH_EM * points)))
+    return "\n".join(textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)) or text
+
+
+def _panel_inches(ax: Axes) -> tuple[float, float]:
+    """(width, height) in inches of the grid cell ``ax`` occupies (labels and ticks included)."""
+    fig = ax.get_figure(root=True)
+    spec = ax.get_subplotspec()
+    if fig is None or spec is None:
+        return 3.2, 2.5
+    grid = spec.get_gridspec()
+    cols = spec.colspan.stop - spec.colspan.start
+    rows = spec.rowspan.stop - spec.rowspan.start
+    width, height = fig.get_size_inches()
+    return float(width) * cols / grid.ncols, float(height) * rows / grid.nrows
+
+
+def panel_text(
+    ax: Axes, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None
+) -> None:
+    """Set a panel's title and axis labels, each wrapped to fit its panel at the committed size, so
+    a long task or sequence name never runs into the neighbouring panel.
+
+    The title and the x label get about 90% of the cell's width (the rest holds the y tick labels),
+    the y label about 80% of its height.
+    """
+    width, height = _panel_inches(ax)
+    size = float(mpl.rcParams["font.size"])
+    if title is not None:
+        ax.set_title(wrap_to(title, 0.9 * width, _points(mpl.rcParams["axes.titlesize"], size)))
+    if xlabel is not None:
+        ax.set_xlabel(wrap_to(xlabel, 0.9 * width, _points(mpl.rcParams["axes.labelsize"], size)))
+    if ylabel is not None:
+        ax.set_ylabel(wrap_to(ylabel, 0.8 * height, _points(mpl.rcParams["axes.labelsize"], size)))
+
+
+def _points(size: Any, base: float) -> float:
+    """A matplotlib font size (points, or a name such as ``"large"``) in points."""
+    if isinstance(size, int | float):
+        return float(size)
+    return base * float(font_scalings.get(str(size)) or 1.0)
 
 
 def env_title(env_id: str) -> str:
@@ -193,12 +252,14 @@ def plot_learning_curves(
     multi = len(envs) > 1 and series == ["algo"]
     n_panels = len(envs) + int(multi)
     ncols = min(3, n_panels)
-    fig, axes = new_figure(n_panels, ncols=ncols)
+    wide = n_panels == 1 and len(series) > 1  # one panel of many conditions: room for their legend
+    fig, axes = new_figure(n_panels, ncols=ncols, panel_size=(5.0, 3.0) if wide else (3.2, 2.5))
     agg = aggregate_curves(curves, ["env_id", *series], x=x, rng=rng, stopped=stopped)
     extras = (
         sorted({tuple(k) for k in curves[series[1:]].itertuples(index=False)}) if len(series) > 1 else [()]
     )
     styles = ["-", "--", ":", "-."]
+    one_algo = curves["algo"].nunique() == 1 and len(series) > 1  # colour tells the conditions apart
     seeds: dict[str, set[int]] = {}  # legend label -> seed counts over the panels
     with _style():
         for i, (ax, env_id) in enumerate(zip(axes, envs, strict=False)):
@@ -210,8 +271,12 @@ def plot_learning_curves(
                 )
                 seeds.setdefault(label, set()).add(int(curve["n_seeds"].iloc[0]))
                 k = extras.index(rest) if rest in extras else 0
-                style = styles[k % len(styles)]
-                _band(ax, curve, algo_color(algo), label, linestyle=style)
+                if one_algo:
+                    color = OKABE_ITO[k % len(OKABE_ITO)]
+                    style = styles[(k // len(OKABE_ITO)) % len(styles)]
+                else:
+                    color, style = algo_color(algo), styles[k % len(styles)]
+                _band(ax, curve, color, label, linestyle=style)
                 mine = curves[curves["env_id"] == env_id]
                 for c, v in zip(series, key, strict=True):
                     mine = mine[mine[c] == v]
@@ -221,7 +286,7 @@ def plot_learning_curves(
                     ax.plot(
                         ends[x].to_numpy(float),
                         ends["eval_return_mean"].to_numpy(float),
-                        color=algo_color(algo),
+                        color=color,
                         marker="v",
                         linestyle="none",
                         label="_nolegend_",
@@ -231,15 +296,14 @@ def plot_learning_curves(
                         ax.plot(
                             run[x].to_numpy(float),
                             run["eval_return_mean"].to_numpy(float),
-                            color=algo_color(algo),
+                            color=color,
                             linestyle=style,
                             linewidth=0.6,
                             alpha=0.45,
                         )
-            ax.set_title(env_title(env_id))
-            ax.set_xlabel(X_LABELS.get(x, x))
-            if i % ncols == 0:
-                ax.set_ylabel("Evaluation return")
+            panel_text(
+                ax, env_title(env_id), X_LABELS.get(x, x), "Evaluation return" if i % ncols == 0 else None
+            )
             compact_ticks(ax)
         if multi:
             ax = axes[-1]
@@ -247,9 +311,12 @@ def plot_learning_curves(
                 curve = normalized_iqm_curve(curves, str(algo), x=x, rng=rng)
                 if not curve.empty:
                     _band(ax, curve, algo_color(str(algo)), algo_label(str(algo)))
-            ax.set_title(f"IQM over {len(envs)} tasks")
-            ax.set_xlabel(f"Fraction of budget ({X_LABELS.get(x, x).split(' (')[0].lower()})")
-            ax.set_ylabel("Normalized return (IQM)")
+            panel_text(
+                ax,
+                f"IQM over {len(envs)} tasks",
+                f"Fraction of budget ({X_LABELS.get(x, x).split(' (')[0].lower()})",
+                "Normalized return (IQM)",
+            )
             compact_ticks(ax, x=False)
         for ax in axes:  # legend labels with the seed counts, for the figure's one legend
             for line in ax.get_lines():
@@ -347,9 +414,12 @@ def plot_scaling(table: pd.DataFrame, stem: str | Path) -> list[Path]:
             )
             ax.set_xticks(w)
             where = f" ({cluster})" if table["cluster"].nunique() > 1 else ""
-            ax.set_title(f"{algo_label(algo)}, {env_title(env_id)}{where}")
-            ax.set_xlabel("Workers (processes)")
-            ax.set_ylabel(f"Speedup over {int(w[0])} worker(s) (x)")
+            panel_text(
+                ax,
+                f"{algo_label(algo)}, {env_title(env_id)}{where}",
+                "Workers (processes)",
+                f"Speedup over {int(w[0])} worker(s) (x)",
+            )
             compact_ticks(ax, x=False)
         figure_legend(fig, axes)
     return savefig(fig, stem)
@@ -368,14 +438,18 @@ def _ratio_bound(row: Any) -> float:
     return last / trpo if trpo > 0 else np.nan
 
 
-def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> list[Path]:
+def plot_ratio_intervals(
+    table: pd.DataFrame, stem: str | Path, xlabel: str, hard: Collection[str] = ()
+) -> list[Path]:
     """ES/TRPO timestep ratio with its 95% interval, per task and progress fraction (log axis).
 
     One row per task; per progress fraction a point (our ratio) with a bar (its interval) and,
     beside it, the paper's ratio (black cross). A ratio ES never reached is drawn at its lower
     bound with a right-pointing triangle; an interval open to the right ends in an arrow; a ratio
-    of 0 (ES at or above the target at its first evaluation) sits on the left edge. Vertical lines
-    at 1x (as many timesteps as TRPO) and 10x (the paper's bound on the hard tasks).
+    of 0 (ES at or above the target at its first evaluation) is a left-pointing triangle on the
+    left edge. Vertical lines at the paper's two claims and at parity: 10x (its bound on the hard
+    tasks, whose names are marked "hard"), 1/3x (its "up to 3x better" on the simple ones) and 1x
+    (as many timesteps as TRPO); the legend names every mark and line.
 
     Args:
         table: :func:`esbench.analysis.table1.table1` or :func:`~esbench.analysis.table1.table1_paper`:
@@ -384,6 +458,7 @@ def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> 
             ``es_last_timesteps`` and ``paper_trpo_timesteps``.
         stem: Output path without suffix.
         xlabel: The x axis label (whose TRPO is the denominator).
+        hard: env_ids of the paper's hard tasks (the 10x claim), marked in their row's name.
     """
     several = table["es_algo"].nunique() > 1
     rows = sorted({(str(r.env_name), str(r.es_algo)) for r in table.itertuples()})
@@ -394,7 +469,7 @@ def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> 
     positive = values[np.isfinite(values) & (values > 0)]
     floor = 10 ** np.floor(np.log10(min(positive.min(), 1.0) / 2)) if len(positive) else 0.01
     top = 10 ** np.ceil(np.log10(max(positive.max(), 10.0) * 2)) if len(positive) else 100.0
-    fig, axes = new_figure(1, ncols=1, panel_size=(6.0, 0.55 * len(rows) + 1.0))
+    fig, axes = new_figure(1, ncols=1, panel_size=(6.0, 0.55 * len(rows) + 1.8))
     ax = axes[0]
     step = 0.7 / max(1, len(fracs))
     with _style():
@@ -424,18 +499,29 @@ def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> 
                             ax.annotate(
                                 "", (top, y), (top / 2, y), arrowprops={"arrowstyle": "->", "color": color}
                             )
-                    ax.plot(max(ratio, floor), y, marker="o" if ratio > 0 else "<", color=color,
-                            linestyle="none")  # fmt: skip
+                    at = ratio if ratio > floor else floor * 1.25  # 0 or below the axis: at its left edge
+                    ax.plot(at, y, marker="o" if ratio > floor else "<", color=color, linestyle="none")
                 if np.isfinite(float(r.paper_ratio)):
                     ax.plot(float(r.paper_ratio), y, marker="x", color="#000000", linestyle="none",
                             markersize=5)  # fmt: skip
-        ax.axvline(1.0, color="#000000", linestyle=":", linewidth=0.8)
-        ax.axvline(10.0, color="#000000", linestyle="--", linewidth=0.8)
+        lines: tuple[tuple[float, Any, str], ...] = (
+            (10.0, "--", "10x (paper's bound, hard tasks)"),
+            (1.0, ":", "1x (as many as TRPO)"),
+            (1 / 3, "-.", "1/3x (paper's best, simple tasks)"),
+        )
+        for at, style, _ in lines:
+            ax.axvline(at, color="#000000", linestyle=style, linewidth=0.8)
         ax.set_xscale("log")
         ax.set_xlim(floor, top)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([f"{e} ({algo_label(a)})" if several else e for e, a in reversed(rows)])
+        hard_names = {str(h).split("/")[-1].split("-")[0] for h in hard}
+        ax.set_yticklabels(
+            [
+                (f"{e} (hard)" if e in hard_names else e) + (f"\n{algo_label(a)}" if several else "")
+                for e, a in reversed(rows)
+            ]
+        )
         ax.grid(axis="y", visible=False)
         ax.set_xlabel(xlabel)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
@@ -445,28 +531,34 @@ def plot_ratio_intervals(table: pd.DataFrame, stem: str | Path, xlabel: str) -> 
         ]
         handles += [
             Line2D([], [], color="#777777", marker=">", linestyle="none", label="never reached (bound)"),
-            Line2D([], [], color="#000000", marker="x", linestyle="none", label="paper's ES"),
+            Line2D([], [], color="#000000", marker="x", linestyle="none", label="paper's ES/TRPO"),
+        ]
+        handles += [
+            Line2D([], [], color="#000000", linestyle=st, linewidth=0.8, label=t) for _, st, t in lines
         ]
         fig.legend(
             handles=handles,
             loc="outside lower center",
-            ncols=len(handles),
+            ncols=3,
             frameon=False,
-            title="Share of TRPO's learning progress (colour); markers",
+            title="Colour: share of TRPO's learning progress (dot: our ratio, bar: 95% interval)",
             columnspacing=1.0,
             handletextpad=0.4,
         )
     return savefig(fig, stem)
 
 
-def plot_data_efficiency(table: pd.DataFrame, stem: str | Path) -> list[Path]:
+def plot_data_efficiency(table: pd.DataFrame, stem: str | Path, hard: Collection[str] = ()) -> list[Path]:
     """ES/TRPO timestep ratio against our TRPO, with intervals (:func:`plot_ratio_intervals`).
 
     Args:
         table: :func:`esbench.analysis.table1.table1`.
         stem: Output path without suffix.
+        hard: env_ids of the paper's hard tasks.
     """
-    return plot_ratio_intervals(table, stem, "ES timesteps / our TRPO's timesteps to the same score (log)")
+    return plot_ratio_intervals(
+        table, stem, "ES timesteps / our TRPO's timesteps to the same score (log)", hard=hard
+    )
 
 
 # --- retention (issue #14) -------------------------------------------------------------------------
@@ -527,9 +619,8 @@ def plot_retention_curves(
                     ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)
             ax.axhline(0.0, color="#777777", linewidth=0.5)
             ax.axhline(1.0, color="#777777", linewidth=0.5, linestyle="--")
-            ax.set_title(f"{seq}: {name} (stage {i})")
-            ax.set_xlabel("Timesteps over the sequence")
-            ax.set_ylabel(f"Normalized score on {name}")
+            panel_text(ax, f"{seq}: {name} (stage {i})", "Timesteps over the sequence",
+                       f"Normalized score on {name}")  # fmt: skip
             compact_ticks(ax)
         figure_legend(fig, axes)
     return savefig(fig, stem)
@@ -582,12 +673,13 @@ def plot_retention_drift(
                         label=f"{algo_label(str(algo))} (n={g['seed'].nunique()})",
                     )
             for ax, col, _ in panels:
-                ax.set_title(
-                    f"{seq}: {'relative L2 drift' if col == 'rel' else f'update sparsity (tau={tau:g})'}"
-                )
-                ax.set_xlabel("Timesteps (stage boundaries)")
-                ax.set_ylabel(
-                    "||θ(t) - θ_0|| / ||θ_0||" if col == "rel" else f"Share of parameters with |Δ| <= {tau:g}"
+                panel_text(
+                    ax,
+                    f"{seq}: {'relative L2 drift' if col == 'rel' else f'update sparsity (tau={tau:g})'}",
+                    "Timesteps (stage boundaries)",
+                    "||θ(t) - θ_0|| / ||θ_0||"
+                    if col == "rel"
+                    else f"Share of parameters with |Δ| <= {tau:g}",
                 )
                 compact_ticks(ax)
         figure_legend(fig, axes)
@@ -641,9 +733,7 @@ def plot_retention_drift_curves(
                 for k, t in ends.items():
                     if int(k) < len(ends) - 1:
                         ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)
-                ax.set_title(f"{seq}: {title}")
-                ax.set_xlabel("Timesteps over the sequence")
-                ax.set_ylabel(ylabel)
+                panel_text(ax, f"{seq}: {title}", "Timesteps over the sequence", ylabel)
                 compact_ticks(ax)
         figure_legend(fig, axes)
     return savefig(fig, stem)
@@ -692,9 +782,12 @@ def plot_gain_retention(per_run: pd.DataFrame, stem: str | Path) -> list[Path]:
             ax.axvline(0.0, color="#000000", linewidth=0.6)
             ax.set_xlim(lo - pad, hi + pad)
             ax.set_ylim(lo - pad, hi + pad)
-            ax.set_title(f"{algo_label(str(algo))} ({'RL' if family_of(str(algo)) == 'rl' else 'ES'})")
-            ax.set_xlabel("New-stage gain (normalized score)")
-            ax.set_ylabel("Old-stage change (< 0: forgetting)")
+            panel_text(
+                ax,
+                f"{algo_label(str(algo))} ({'RL' if family_of(str(algo)) == 'rl' else 'ES'})",
+                "New-stage gain (normalized score)",
+                "Old-stage change (< 0: forgetting)",
+            )
             compact_ticks(ax)
         figure_legend(fig, axes)
     return savefig(fig, stem)

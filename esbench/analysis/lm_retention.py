@@ -266,35 +266,54 @@ def _table_md(paths: dict[str, Path], root: Path) -> str:
 
 def plot_lm_curves(points: pd.DataFrame, stem: Path, rng: np.random.Generator) -> list[Path]:
     """Task-B reward and task-A retention (rows) against completions and wall-clock (columns),
-    per condition: the mean over seeds at each evaluation point with its 95% Student-t band (on
-    the wall-clock axis a point sits at its mean time over seeds)."""
+    per condition: the mean over seeds at each evaluation point every seed reached, with its 95%
+    Student-t band (on the wall-clock axis a point sits at its mean time over seeds), and each
+    seed's own curve, thin, to its own last point. Conditions sharing an algorithm (population
+    sizes, Anchored Weight Decay) get distinct colours; one legend below the panels."""
     fig, axes = figures.new_figure(4, ncols=2)
-    measures = (("task_b_reward", "task-B reward (held out)"), ("task_a_retention", "task-A accuracy kept"))
+    measures = (("task_b_reward", "Task-B reward (held out)"), ("task_a_retention", "Task-A accuracy kept"))
     clocks = (
-        ("completions", "completions since task B began"),
-        ("wall_clock_s", "wall-clock since task B began (s)"),
+        ("completions", "Completions since task B began"),
+        ("wall_clock_s", "Wall-clock since task B began (s)"),
     )
-    for algo, group in points.groupby("algo", sort=True):
-        color = figures.algo_color(base_algo(str(algo)))
-        wide = {
-            c: group.pivot_table(index="seed", columns="point", values=c) for c, _ in (*measures, *clocks)
-        }
-        n = min(w.shape[1] for w in wide.values())
-        for i, (measure, _) in enumerate(measures):
-            values = wide[measure].to_numpy(float)[:, :n]
-            mean, low, high = mean_ci(values, rng)
-            for k, (clock, _) in enumerate(clocks):
-                ax = axes[2 * i + k]
-                x = wide[clock].to_numpy(float)[:, :n].mean(axis=0)
-                ax.plot(x, mean, color=color, linewidth=1.6, label=condition_label(str(algo)))
-                if values.shape[0] > 1:
-                    ax.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
-    for i, (_, ylabel) in enumerate(measures):
-        for k, (_, xlabel) in enumerate(clocks):
-            axes[2 * i + k].set_xlabel(xlabel)
-            axes[2 * i + k].set_ylabel(ylabel)
-    axes[0].legend(fontsize=6)
+    conditions = sorted(points["algo"].unique(), key=str)
+    shared = len({base_algo(str(c)) for c in conditions}) < len(conditions)
+    with figures._style():
+        for m, (algo, group) in enumerate(points.groupby("algo", sort=True)):
+            color = (
+                figures.OKABE_ITO[m % len(figures.OKABE_ITO)]
+                if shared
+                else figures.algo_color(base_algo(str(algo)))
+            )
+            label = f"{condition_label(str(algo))} ({group['seed'].nunique()} seeds)"
+            wide = {
+                c: group.pivot_table(index="seed", columns="point", values=c) for c, _ in (*measures, *clocks)
+            }
+            n = min(w.shape[1] for w in wide.values())
+            for i, (measure, _) in enumerate(measures):
+                values = wide[measure].to_numpy(float)[:, :n]
+                mean, low, high = mean_ci(values, rng)
+                for k, (clock, _) in enumerate(clocks):
+                    ax = axes[2 * i + k]
+                    for _, run in group.sort_values("point", kind="stable").groupby("seed", sort=True):
+                        ax.plot(run[clock].to_numpy(float), run[measure].to_numpy(float), color=color,
+                                linewidth=0.6, alpha=0.45)  # fmt: skip
+                    x = wide[clock].to_numpy(float)[:, :n].mean(axis=0)
+                    ax.plot(x, mean, color=color, linewidth=1.6, label=label)
+                    if values.shape[0] > 1:
+                        ax.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
+        for i, (_, ylabel) in enumerate(measures):
+            for k, (_, xlabel) in enumerate(clocks):
+                figures.panel_text(axes[2 * i + k], xlabel=xlabel, ylabel=ylabel if k == 0 else None)
+                figures.compact_ticks(axes[2 * i + k])
+        figures.figure_legend(fig, axes, ncols=2)
     return figures.savefig(fig, stem)
+
+
+def _seed_range(counts: pd.Series) -> str:
+    """Caption text from per-condition seed counts: "3 seeds" or "3-5 seeds"."""
+    lo, hi = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
+    return f"{lo} seeds" if lo == hi else f"{lo}-{hi} seeds"
 
 
 def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tuple[list[str], list[str]]:
@@ -442,9 +461,12 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             f"| {where}: {DECISION_TEXT[r.decision]} | {DECISION_SOURCE[r.decision]} | {ours} | {r.verdict} |"
         )
     figure = plot_lm_curves(points, root / "figures" / "lm_curves", rng)
+    seeds = points.groupby("algo")["seed"].nunique()
     caption = (
-        "Task-B reward and task-A accuracy kept, against completions and wall-clock since task B began: "
-        "mean over seeds, 95% Student-t band"
+        "Task-B reward and task-A accuracy kept (task-A accuracy divided by its value when task B "
+        "began: 1 is nothing lost), against completions and wall-clock since task B began: mean over "
+        f"seeds at the points every seed reached, 95% Student-t band ({_seed_range(seeds)} per "
+        "condition); thin lines: each seed, to its own last point"
     )
     rel = [p.relative_to(root).as_posix() for p in figure]
     body.append(

@@ -31,7 +31,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from esbench.analysis.figures import OKABE_ITO, _style, env_title, new_figure, savefig, short_number
+from esbench.analysis.figures import (
+    OKABE_ITO,
+    _style,
+    env_title,
+    new_figure,
+    panel_text,
+    savefig,
+    short_number,
+)
 from esbench.analysis.stats import REACH_COLUMN, reach_scores
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.verdicts import (
@@ -309,9 +317,8 @@ def plot_population(table: pd.DataFrame, stem: str | Path) -> list[Path]:
             ax.set_xticks([], minor=True)
             ax.xaxis.set_major_formatter(short_number)
             ax.yaxis.set_major_formatter(short_number)
-            ax.set_xlabel("Population")
-            ax.set_ylabel("Timesteps to target")
-            ax.set_title(env_title(env_id) + (f" ({algo})" if several else ""))
+            panel_text(ax, env_title(env_id) + (f" ({algo})" if several else ""), "Population",
+                       "Timesteps to target")  # fmt: skip
         handles = [
             Line2D([], [], color=color, marker="o", label="ours, 95% CI"),
             Line2D([], [], color=color, marker="^", linestyle="none", label="not reached (last timestep)"),

@@ -370,7 +370,7 @@ def plot_projection(cal: Calibration, local: pd.DataFrame, stem: str | Path) -> 
     """Two panels: the paper's Humanoid (model against the paper's 18- and 1,440-core points, with
     ``algo.sync_history=1`` and the projected sub-master design beside it), and this machine
     (measured against predicted)."""
-    from esbench.analysis.figures import _style, new_figure, savefig
+    from esbench.analysis.figures import _style, figure_legend, new_figure, panel_text, savefig
 
     fig, (left, right) = new_figure(2, ncols=2, panel_size=(4.2, 3.2))
     with _style():
@@ -393,10 +393,7 @@ def plot_projection(cal: Calibration, local: pd.DataFrame, stem: str | Path) -> 
         left.axvline(half, color="#D55E00", linestyle=":", label=f"efficiency 1/2 ({half:,.0f} workers)")
         left.set_xscale("log")
         left.set_yscale("log")
-        left.set_xlabel("Cores (one worker each)")
-        left.set_ylabel("Minutes to 6000 (Humanoid)")
-        left.set_title("Paper scale: projection")
-        left.legend(loc="best", frameon=False, fontsize="small")
+        panel_text(left, "Paper scale: projection", "Cores (one worker each)", "Minutes to 6000 (Humanoid)")
         colors = {"local": "#009E73", "processes": "#CC79A7"}
         for cluster, g in local.groupby("cluster", sort=True) if len(local) else []:
             g = g.sort_values("workers")
@@ -405,10 +402,8 @@ def plot_projection(cal: Calibration, local: pd.DataFrame, stem: str | Path) -> 
             right.plot(g["workers"], g["predicted_s"], "-", color=c, alpha=0.6, label=f"model ({cluster})")
         right.axvline(cal.cores, color="#999999", linestyle=":", label=f"{cal.cores} cores")
         right.set_xscale("log", base=2)
-        right.set_xlabel("Workers")
-        right.set_ylabel("Seconds to threshold")
-        right.set_title("This machine: measured and predicted")
-        right.legend(loc="best", frameon=False, fontsize="small")
+        panel_text(right, "This machine: measured and predicted", "Workers", "Seconds to threshold")
+        figure_legend(fig, [left, right], ncols=3)
     return savefig(fig, stem)
 
 

@@ -216,18 +216,22 @@ def _curve_figures(
                 series=series,
                 stopped=stopped_runs(results),
             )
-            caption = f"Evaluation return against {what}: mean over seeds, 95% Student-t band"
+            caption = (
+                f"Evaluation return against {what}: mean over seeds with its 95% Student-t band "
+                f"({_seeds_per_condition(results.complete, ['algo', 'env_id', *series[1:]])})"
+            )
             if x == "wall_clock_s":
                 caption += (
-                    "; thin lines: each seed, to its own end (the mean stops where the first seed of "
-                    "its condition stops)"
+                    "; thin lines: each seed, to its own end. The mean and its band are drawn only "
+                    "as far as every seed of the condition ran (the fastest seed's end); past it the "
+                    "thin lines alone go on, so no seed is averaged where it has no data"
                 )
             if results.curves["env_id"].nunique() > 1 and series == ("algo",):
                 caption += (
                     ". Last panel: interquartile mean (IQM) over tasks of the normalized return, "
                     "(R - R_min) / (R_max - R_min) with R_min and R_max the lowest and highest "
-                    "evaluation return any algorithm reached on the task, against the fraction of "
-                    "each algorithm's own budget on the task; stratified bootstrap band"
+                    "evaluation return any algorithm reached on the task (0 and 1), against the "
+                    f"fraction of {_IQM_SPAN[x]}; stratified bootstrap band"
                 )
             if stopped_runs(results):
                 caption += (
@@ -237,6 +241,27 @@ def _curve_figures(
                 )
             out.append(_figure_md(paths, root, caption))
     return out
+
+
+#: The x axis of the IQM panel: what its 0 to 1 is a fraction of, per x column.
+_IQM_SPAN: dict[str, str] = {
+    "timesteps": "the timesteps every seed of the algorithm ran on the task (its budget, unless a "
+    "run stopped early)",
+    "frames": "the frames every seed of the algorithm ran on the task (its budget, unless a run "
+    "stopped early)",
+    "wall_clock_s": "the seconds every seed of the algorithm ran on the task (up to its fastest seed's end)",
+}
+
+
+def _seeds_per_condition(runs: pd.DataFrame, by: Sequence[str]) -> str:
+    """Caption text for the seeds behind each curve: the complete runs per condition of ``by``,
+    as "n = 3 seeds per condition" (or "n = 3 to 5 seeds per condition")."""
+    by = [c for c in by if c in runs.columns]
+    counts = runs.groupby(by, sort=True).size() if len(runs) and by else pd.Series([], dtype=int)
+    if counts.empty:
+        return "no complete run"
+    lo, hi = int(counts.min()), int(counts.max())
+    return f"n = {lo} seeds per condition" if lo == hi else f"n = {lo} to {hi} seeds per condition"
 
 
 def _final_scores(results: Results, runs: pd.DataFrame, stopped: set[object]) -> np.ndarray:
@@ -412,6 +437,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             paper,
             root / "figures" / "table1_headline",
             "Our ES's timesteps / the paper's TRPO timesteps to the same score (log)",
+            hard=HARD_MUJOCO,
         )
         sec.body.append(
             _figure_md(
@@ -421,9 +447,12 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
                 "TRPO's learning progress (target(p) = init + p (final - init) of the paper's TRPO curve, "
                 "supplementary Table 3), divided by the timesteps the paper's TRPO needed; dots and bars: "
                 "our ratio and its 95% interval (inverted Student-t band of the ES mean curve); "
-                "black crosses: the paper's own ES/TRPO ratio; triangles: never reached within the budget "
-                "(drawn at the lower bound last timestep / TRPO timesteps); dotted line 1x, "
-                "dashed line 10x (the paper's bound on the hard tasks)",
+                "black crosses: the paper's own ES/TRPO ratio; right-pointing triangles: never reached "
+                "within the budget (drawn at the lower bound last timestep / TRPO timesteps); a "
+                "left-pointing triangle on the left edge: a ratio of 0 (ES at the target at its first "
+                "evaluation); dashed line 10x (the paper's bound on the hard tasks, marked hard), dotted "
+                'line 1x, dash-dotted line 1/3x (the paper\'s "up to 3x better" on the simple tasks); '
+                f"{_seed_count_text(paper['n_seeds_es'], 'ES')} per task",
             )
         )
     if table.empty:
@@ -438,7 +467,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             "the paper's, so this ratio measures the baseline as much as ES; targets come from our "
             "TRPO's mean curve.\n\n" + _table_md(write_table1(table, root / "tables"), root)
         )
-        paths = figures.plot_data_efficiency(table, root / "figures" / "data_efficiency")
+        paths = figures.plot_data_efficiency(table, root / "figures" / "data_efficiency", hard=HARD_MUJOCO)
         sec.body.append(
             _figure_md(
                 paths,
@@ -446,11 +475,22 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
                 "ES timesteps / our TRPO's timesteps to reach p of our TRPO's learning progress "
                 "(target(p) = init + p (final - init) of our TRPO's mean curve), per task, with 95% "
                 "intervals over both sides' seeds; black crosses: the paper's ratios (its ES over its TRPO); "
-                "triangles: never reached (lower bound); dotted line 1x, dashed line 10x",
+                "triangles: never reached (lower bound); dashed line 10x, dotted 1x, dash-dotted 1/3x "
+                f"(as in the figure above); {_seed_count_text(table['n_seeds_es'], 'ES')} and "
+                f"{_seed_count_text(table['n_seeds_rl'], 'TRPO')} per task",
             )
         )
     sec.body += _section_time_to_score(results, root, rng).body
     return sec
+
+
+def _seed_count_text(counts: pd.Series, side: str) -> str:
+    """Caption text for a table's seed-count column: "n = 5 ES seeds" (or "n = 3 to 5 ES seeds")."""
+    values = pd.to_numeric(counts, errors="coerce").dropna()
+    if values.empty:
+        return f"no {side} seed"
+    lo, hi = int(values.min()), int(values.max())
+    return f"n = {lo} {side} seeds" if lo == hi else f"n = {lo} to {hi} {side} seeds"
 
 
 def _section_table2(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
@@ -570,7 +610,15 @@ def _section_scaling(results: Results, root: Path, rng: np.random.Generator, par
         rng=rng,
         series=("algo", "cluster", "workers"),
     )
-    sec.body.append(_figure_md(paths, root, "Learning curves per worker count against wall-clock seconds"))
+    sec.body.append(
+        _figure_md(
+            paths,
+            root,
+            "Learning curves per worker count against wall-clock seconds: mean over seeds with its 95% "
+            "Student-t band, drawn as far as every seed of the condition ran; thin lines: each seed, to "
+            "its own end",
+        )
+    )
     cores = sorted({int(i["cpu_count"]) for i in results.env_info.values() if i.get("cpu_count")})
     n_used = []
     for (algo, env_id, cluster), g in table.groupby(["algo", "env_id", "cluster"], sort=True):
@@ -769,7 +817,8 @@ def _section_population(results: Results, root: Path, rng: np.random.Generator, 
             "population (log-log), per task: dots and bars, the first timestep the mean curve over "
             "seeds reaches it and the 95% interval of its inverted Student-t band; triangles, never "
             "reached (drawn at the last timestep every seed covers); arrows, an interval open above; "
-            "dashed line, the paper's ES timesteps to the same score (supplementary Table 3)",
+            "dashed line, the paper's ES timesteps to the same score (supplementary Table 3); "
+            f"{_seed_count_text(table['n_seeds'], 'ES')} per population",
         )
     )
     return sec
@@ -903,8 +952,13 @@ def _section_retention(
             _figure_md(
                 paths,
                 root,
-                "Normalized score of each stage over the sequence (ES solid, RL dashed; mean over seeds, "
-                "95% Student-t band); dotted: stage boundaries; shaded: the stage's own training",
+                "Normalized score of each stage over the sequence, per stage (R - R_0) / (R_ref - R_0): "
+                "0 (R_0) the untrained policies' return on the stage (mean at timestep 0), 1 (R_ref) "
+                "the best final return of any algorithm's single-stage reference runs on it (where none "
+                "ran, the best end-of-stage return in the sequences; Normalization table above). ES "
+                "solid, RL dashed; "
+                "mean over seeds, 95% Student-t band (seeds in the legend); dotted: stage boundaries; "
+                "shaded: the stage's own training",
             )
         )
         if not data.drift.empty:
@@ -942,8 +996,11 @@ def _section_retention(
                 _figure_md(
                     paths,
                     root,
-                    "New-stage gain against old-stage change over each later stage, one point per seed "
-                    "and stage, one panel per algorithm (below 0: forgetting)",
+                    "New-stage gain against old-stage change over each later stage, on the normalized "
+                    "scale of the curves above (0: untrained, 1: best single-stage reference): x the "
+                    "stage's own score gain over its training, y the change of the earlier stages' mean "
+                    "score over the same span (below 0: forgetting); one point per seed and stage, one "
+                    "panel per algorithm",
                 )
             )
         blocks, claim_rows = matched_gain_section(data, root, rng)

@@ -86,26 +86,31 @@ def plot_gain_paths(
     every seed of the condition reaches), and the matched gain (dotted)."""
     keys = sorted({(p.sequence, p.stage_index, p.algo) for p in paths})
     fig, axes = figures.new_figure(len(keys), ncols=3)
-    for ax, (sequence, j, algo) in zip(axes, keys, strict=True):
-        mine = [p for p in paths if (p.sequence, p.stage_index, p.algo) == (sequence, j, algo)]
-        color = figures.algo_color(base_algo(algo))
-        for p in mine:
-            ax.plot(p.gain, p.retention, color=color, alpha=0.35, linewidth=0.8)
-        top = min(float(np.max(p.gain)) for p in mine)
-        if top > 0:
-            grid = np.linspace(0.0, top, 25)
-            values = np.array([[retention_at_gain(p.gain, p.retention, g) for g in grid] for p in mine])
-            mean = values.mean(axis=0)
-            ax.plot(grid, mean, color=color, linewidth=2.0)
-            if len(mine) > 1:
-                _, low, high = mean_ci(values, rng)
-                ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
-        g_star = table[(table["sequence"] == sequence) & (table["stage_index"] == j)]["matched_gain"]
-        if len(g_star):
-            ax.axvline(float(g_star.iloc[0]), color="0.3", linestyle=":", linewidth=1.0)
-        ax.set_title(f"{sequence}, stage {j} ({mine[0].stage}): {condition_label(algo)}", fontsize=7)
-        ax.set_xlabel("gain on the current stage")
-        ax.set_ylabel("score on earlier stages")
+    with figures._style():
+        for ax, (sequence, j, algo) in zip(axes, keys, strict=True):
+            mine = [p for p in paths if (p.sequence, p.stage_index, p.algo) == (sequence, j, algo)]
+            color = figures.algo_color(base_algo(algo))
+            for p in mine:
+                ax.plot(p.gain, p.retention, color=color, alpha=0.35, linewidth=0.8)
+            top = min(float(np.max(p.gain)) for p in mine)
+            if top > 0:
+                grid = np.linspace(0.0, top, 25)
+                values = np.array([[retention_at_gain(p.gain, p.retention, g) for g in grid] for p in mine])
+                mean = values.mean(axis=0)
+                ax.plot(grid, mean, color=color, linewidth=2.0)
+                if len(mine) > 1:
+                    _, low, high = mean_ci(values, rng)
+                    ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
+            g_star = table[(table["sequence"] == sequence) & (table["stage_index"] == j)]["matched_gain"]
+            if len(g_star):
+                ax.axvline(float(g_star.iloc[0]), color="0.3", linestyle=":", linewidth=1.0)
+            figures.panel_text(
+                ax,
+                f"{sequence}, stage {j} ({mine[0].stage}): {condition_label(algo)} ({len(mine)} seeds)",
+                "Gain on the current stage",
+                "Score on earlier stages",
+            )
+            figures.compact_ticks(ax)
     return figures.savefig(fig, stem)
 
 
@@ -202,8 +207,10 @@ def matched_gain_section(
     stem = root / "figures" / "retention_gain_paths"
     written_fig = plot_gain_paths(paths, table, stem, rng)
     caption = (
-        "Retention (score on earlier stages) against gain on the current stage along training: each seed "
-        "(thin), mean over seeds with a 95% band, matched gain dotted"
+        "Retention (mean normalized score on the earlier stages) against the gain on the current "
+        "stage since it began (normalized score) along training, both on the retention scale (0: the "
+        "untrained policies, 1: the best single-stage reference run): each seed (thin), mean over "
+        "seeds with a 95% Student-t band, matched gain dotted"
     )
     body.append(
         f"![{caption}]({_rel(written_fig[0], root)})\n\n*{caption}* ([PDF]({_rel(written_fig[1], root)}))\n"
