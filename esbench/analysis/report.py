@@ -76,13 +76,13 @@ from esbench.analysis.table1 import (
     write_table1_paper,
 )
 from esbench.analysis.table2 import (
-    count_wins,
+    count_outcomes,
     eval_label,
     fmt_hns,
     load_atari_reference,
     median_hns,
     table2,
-    win_count_interval,
+    win_share_interval,
     write_table2,
 )
 from esbench.analysis.tables import fmt_num, write_table
@@ -478,30 +478,36 @@ def _section_table2(results: Results, root: Path, rng: np.random.Generator, part
         + ".\n"
     )
     scored = table.dropna(subset=["paper_es", "paper_a3c"])
-    pw, pl = count_wins(scored["paper_es"].to_numpy(), scored["paper_a3c"].to_numpy())
-    pn = pw + pl
+    pw, pl, _ = count_outcomes(scored["paper_es"].to_numpy(), scored["paper_a3c"].to_numpy())
     for es_algo in sorted({str(a) for a in table["es_algo"] if a}):
-        sec.claims.append(_table2_claim(results.complete, rng, es_algo, pw, pn))
+        sec.claims.append(_table2_claim(results.complete, rng, es_algo, pw, pl))
     return sec
 
 
-def _table2_claim(complete: pd.DataFrame, rng: np.random.Generator, es_algo: str, pw: int, pn: int) -> str:
-    """The win-count claim: ES wins on the same side of half the games as the paper's ES did against
-    A3C on these games, decided from the bootstrap interval of our win count over seeds."""
-    wins, low, high, n, min_seeds = win_count_interval(complete, rng, es_algo)
-    if n == 0 or pn == 0:
+def _table2_claim(complete: pd.DataFrame, rng: np.random.Generator, es_algo: str, pw: int, pl: int) -> str:
+    """The win-count claim: ES wins on the same side of half the decided games as the paper's ES
+    did against A3C on these games, decided from the bootstrap interval over seeds of our share of
+    wins among the decided games (a tie is neither a win nor a loss)."""
+    ws = win_share_interval(complete, rng, es_algo)
+    pn = pw + pl
+    if ws.n_games == 0 or pn == 0:
         verdict = Verdict(UNDECIDED, "needs games with both ES and A2C runs (and a published score)")
         interval = ""
     else:
         at_least = pw / pn >= 0.5  # the paper's side of half the games
-        verdict = interval_verdict(wins / n, low / n, high / n, 0.5, at_least, min_seeds, "seeds per game")
-        interval = f" [95% CI {fmt_num(low, 3)}, {fmt_num(high, 3)}]" if np.isfinite(low) else ""
+        verdict = interval_verdict(ws.share, ws.low, ws.high, 0.5, at_least, ws.min_seeds, "seeds per game")
+        interval = (
+            f", share {fmt_num(ws.share, 3)} [95% CI {fmt_num(ws.low, 3)}, {fmt_num(ws.high, 3)}]"
+            if np.isfinite(ws.low)
+            else ""
+        )
     side = "at least" if pn and pw / pn >= 0.5 else "fewer than"
     who = f" ({algo_label(es_algo)})" if es_algo != "openai_es" else ""
     return (
-        f"| ES beats A3C on 23 of 51 games (strictly higher final score){who} | {pw} of {pn} on these "
-        f"games | {wins} of {n}{interval} (ES vs A2C; fewest seeds on a side of a game: {min_seeds}) | "
-        f"{_verdict_text(verdict)} (claim: ES wins on {side} half the games, as the paper's did) |"
+        f"| ES beats A3C on 23 of 51 games, loses on 28 (Sec. 4.2, Table 2){who} | {pw} wins, {pl} losses "
+        f"on these games | {ws.wins} wins, {ws.losses} losses, {ws.ties} ties of {ws.n_games}{interval} "
+        f"(ES vs A2C; a tie is neither; fewest seeds on a side of a game: {ws.min_seeds}) | "
+        f"{_verdict_text(verdict)} (claim: ES wins on {side} half the decided games, as the paper's did) |"
     )
 
 
