@@ -142,7 +142,12 @@ def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
                 wall_clock_s=T / 100 / w + 1,
             )
     fs_report = build_report("frameskip", runs, tmp_path / "paper").read_text()
-    assert "less sensitive to frame-skip than RL" in fs_report and "supported" in fs_report
+    # ES ends at 10 or 11 at every frame skip, 2 seeds: the Bonferroni-adjusted Welch intervals
+    # (+-5.4) straddle the +-3.5 margin (10% of Pong's human - random span): undecided.
+    claim = next(
+        line for line in fs_report.splitlines() if "learns about equally at every frame skip" in line
+    )
+    assert "fewest seeds 2" in claim and "| undecided: " in claim and "more seeds (now 2)" in claim
     assert (tmp_path / "paper" / "frameskip" / "figures" / "frameskip.pdf").is_file()
     sc_report = build_report("scaling", runs, tmp_path / "paper").read_text()
     assert "linear speedup with workers" in sc_report

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from esbench.bench.steady import steady_rate
+from esbench.bench.steady import steady_rate, steady_window
 
 
 def _atari_overrides(game: str, frame_skip: int, max_episode_steps: int) -> list[str]:
@@ -103,7 +103,8 @@ def emulator_step_s(
     actions drawn before the clock starts.
 
     Returns:
-        ``{"step_s"`` (seconds per agent step, resets included), ``"reset_ms"`` (per seeded
+        ``{"step_s"`` (seconds per agent step, resets included), ``"step_cpu_s"`` (the same in
+        this process's CPU seconds: steadier than wall-clock on a shared machine), ``"reset_ms"`` (per seeded
         reset), ``"reset_share"``, ``"steps"``, ``"episodes"``, ``"seconds"}``.
     """
     from esbench.config.compose import compose_run_config
@@ -116,7 +117,7 @@ def emulator_step_s(
     steps = episodes = 0
     reset_s = 0.0
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         while time.perf_counter() - t0 < seconds or episodes == 0:
             t = time.perf_counter()
             env.reset(seed=seed + episodes)
@@ -127,11 +128,12 @@ def emulator_step_s(
                 _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
                 steps += 1
                 done = terminated or truncated
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         env.close()
     return {
         "step_s": wall / steps,
+        "step_cpu_s": cpu / steps,
         "reset_ms": 1e3 * reset_s / episodes,
         "reset_share": reset_s / wall,
         "steps": steps,
@@ -155,7 +157,8 @@ def cnn_member_step_s(
     path); the time of one call over ``batch``.
 
     Returns:
-        ``{"member_step_s", "call_ms", "batch", "calls", "seconds"}``.
+        ``{"member_step_s", "member_step_cpu_s"`` (CPU seconds), ``"call_ms", "batch", "calls",
+        "seconds"}``.
     """
     import torch
 
@@ -198,17 +201,18 @@ def cnn_member_step_s(
         for x in batches[:4]:  # warm-up: first-call allocations
             act(x if batch > 1 else x[0])
         calls = 0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         while time.perf_counter() - t0 < seconds or calls < len(batches):
             x = batches[calls % len(batches)]
             act(x if batch > 1 else x[0])
             calls += 1
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         env.close()
         torch.set_num_threads(threads)
     return {
         "member_step_s": wall / (calls * batch),
+        "member_step_cpu_s": cpu / (calls * batch),
         "call_ms": 1e3 * wall / calls,
         "batch": batch,
         "calls": calls,
@@ -216,25 +220,38 @@ def cnn_member_step_s(
     }
 
 
-def es_limit(emulator: dict[str, float], cnn: dict[str, float], es_steps_per_s: float) -> dict[str, float]:
+def es_limit(
+    emulator: dict[str, float],
+    cnn: dict[str, float],
+    es_steps_per_s: float,
+    es_steps_per_cpu_s: float = float("nan"),
+) -> dict[str, float]:
     """The CPU's limit for ES agent steps per worker, and how close ES comes to it.
 
     Args:
         emulator: :func:`emulator_step_s` (a: seconds per agent step).
         cnn: :func:`cnn_member_step_s` (b: seconds per member-step at the runtime's batch).
         es_steps_per_s: ES's steady agent steps/s per worker (c).
+        es_steps_per_cpu_s: ES's steady agent steps per CPU-second of its rollouts (the workers'
+            task CPU time): with (a) and (b) in CPU seconds, the same ratio measured in CPU time,
+            which a busy machine disturbs far less than wall-clock (NaN: not measured).
 
     Returns:
         ``{"emulator_step_s": a, "cnn_member_step_s": b, "limit_steps_per_s": 1 / (a + b),
-        "es_steps_per_s": c, "es_over_emulator_plus_cnn": c * (a + b)}``.
+        "es_steps_per_s": c, "es_over_emulator_plus_cnn": c * (a + b)}``, and the CPU-time twins
+        ``limit_steps_per_cpu_s``, ``es_steps_per_cpu_s``, ``es_over_emulator_plus_cnn_cpu``.
     """
     a, b = float(emulator["step_s"]), float(cnn["member_step_s"])
+    a_cpu, b_cpu = float(emulator.get("step_cpu_s", np.nan)), float(cnn.get("member_step_cpu_s", np.nan))
     return {
         "emulator_step_s": a,
         "cnn_member_step_s": b,
         "limit_steps_per_s": 1.0 / (a + b),
         "es_steps_per_s": float(es_steps_per_s),
         "es_over_emulator_plus_cnn": float(es_steps_per_s) * (a + b),
+        "limit_steps_per_cpu_s": 1.0 / (a_cpu + b_cpu),
+        "es_steps_per_cpu_s": float(es_steps_per_cpu_s),
+        "es_over_emulator_plus_cnn_cpu": float(es_steps_per_cpu_s) * (a_cpu + b_cpu),
     }
 
 
@@ -408,7 +425,18 @@ def es_atari_throughput(
         "run_frames_per_s": float(s["total_frames"]) / max(wall, 1e-9),
         "steady_steps_per_s": steady_rate(metrics, "timesteps"),
         "steady_frames_per_s": steady_rate(metrics, "frames"),
+        "steady_steps_per_cpu_s": _steady_per_cpu_s(metrics),
     }
+
+
+def _steady_per_cpu_s(metrics: pd.DataFrame) -> float:
+    """Agent steps per CPU-second of the rollouts over :func:`~esbench.bench.steady.steady_window`."""
+    window = steady_window(metrics)
+    if len(window) < 2:
+        return math.nan
+    cpu = float(window["cpu_s"].iloc[-1] - window["cpu_s"].iloc[0])
+    steps = float(window["timesteps"].iloc[-1] - window["timesteps"].iloc[0])
+    return steps / cpu if cpu > 0 else math.nan
 
 
 def bench_atari(
@@ -480,8 +508,13 @@ def bench_atari(
     cnn = cnn_member_step_s(game, rollout_batch, limit_seconds)
     for row in rows:
         per_worker = row["steady_steps_per_s"] / row["workers"]
-        row["es_over_emulator_plus_cnn"] = es_limit(emulator, cnn, per_worker)["es_over_emulator_plus_cnn"]
-    limit = es_limit(emulator, cnn, rows[0]["steady_steps_per_s"] / rows[0]["workers"])
+        row_limit = es_limit(emulator, cnn, per_worker, row["steady_steps_per_cpu_s"])
+        row["es_over_emulator_plus_cnn"] = row_limit["es_over_emulator_plus_cnn"]
+        row["es_over_emulator_plus_cnn_cpu"] = row_limit["es_over_emulator_plus_cnn_cpu"]
+    first = rows[0]
+    limit = es_limit(
+        emulator, cnn, first["steady_steps_per_s"] / first["workers"], first["steady_steps_per_cpu_s"]
+    )
     base = rows[0]["steady_frames_per_s"]
     return {
         "game": game,
@@ -499,6 +532,7 @@ def bench_atari(
         "limit": limit,
         "limit_steps_per_s": limit["limit_steps_per_s"],
         "es_over_emulator_plus_cnn": limit["es_over_emulator_plus_cnn"],
+        "es_over_emulator_plus_cnn_cpu": limit["es_over_emulator_plus_cnn_cpu"],
     }
 
 
@@ -547,6 +581,9 @@ def format_atari_bench(result: dict[str, Any]) -> str:
             f"{emu['reset_share']:.0%} of its time) + CNN {1e3 * lim['cnn_member_step_s']:.3f} ms per "
             f"member-step (batch {cnn['batch']}) -> limit_steps_per_s {lim['limit_steps_per_s']:,.0f}; "
             f"ES {lim['es_steps_per_s']:,.0f} agent steps/s per worker -> es_over_emulator_plus_cnn "
-            f"{lim['es_over_emulator_plus_cnn']:.2f} (target >= 0.85).",
+            f"{lim['es_over_emulator_plus_cnn']:.2f} (target >= 0.85). In CPU time (steadier on a busy "
+            f"machine): limit {lim['limit_steps_per_cpu_s']:,.0f} agent steps per CPU-second, ES "
+            f"{lim['es_steps_per_cpu_s']:,.0f} -> es_over_emulator_plus_cnn_cpu "
+            f"{lim['es_over_emulator_plus_cnn_cpu']:.2f}.",
         ]
     return "\n".join(lines)

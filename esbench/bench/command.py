@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
         if what == "atari":  # the headline ratio at the top level of bench-atari.json
             results["limit_steps_per_s"] = results["atari"]["limit_steps_per_s"]
             results["es_over_emulator_plus_cnn"] = results["atari"]["es_over_emulator_plus_cnn"]
+            results["es_over_emulator_plus_cnn_cpu"] = results["atari"]["es_over_emulator_plus_cnn_cpu"]
         print("\n" + format_atari_bench(results["atari"]))
     if what in ("es_family", "all"):
         from esbench.bench.es_family import bench_es_family, format_es_family
