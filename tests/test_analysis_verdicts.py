@@ -264,7 +264,7 @@ def test_table2_report_labels_its_question_and_decides_the_claim(tmp_path: Path)
     assert "*Question answered: at our budget, does ES end up with a higher score" in text
     claim = next(line for line in text.splitlines() if "ES beats A3C on 23 of 51 games" in line)
     assert (
-        "| 1 wins, 2 losses on these games | 1 wins, 2 losses, 0 ties of 3, share 0.333 [95% CI 0.333, 0.333]"
+        "| 1 win, 2 losses on these games | 1 win, 2 losses, 0 ties of 3, share 0.333 [95% CI 0.333, 0.333]"
         in claim
     )
     assert (

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from esbench.analysis.figures import (
     _style,
@@ -209,7 +210,8 @@ class FrameskipVerdict:
         ci = f" [{fmt_num(self.low, 3)}, {fmt_num(self.high, 3)}]" if np.isfinite(self.low) else ""
         return (
             f"largest difference (skip {a} - skip {b}) {fmt_num(self.diff, 3)}{ci}, margin "
-            f"±{fmt_num(self.margin, 3)}; {self.n_pairs} pairs, fewest seeds {self.n_seeds}"
+            f"±{fmt_num(self.margin, 3)}; {self.n_pairs} pair{'s' if self.n_pairs != 1 else ''}, "
+            f"fewest seeds {self.n_seeds}"
         )
 
 
@@ -319,10 +321,12 @@ def plot_frameskip_curves(curves: pd.DataFrame, stem: str | Path) -> list[Path]:
                     ax.fill_between(
                         band["x"], band["low"], band["high"], color=color, alpha=0.15, linewidth=0
                     )
-            seeds = g.groupby("frame_skip")["run_id"].nunique()
-            ax.set_title(f"{env_title(env_id)}, {algo_label(algo)} ({seeds.min()} seeds)")
+            seeds = int(g.groupby("frame_skip")["run_id"].nunique().min())
+            ax.set_title(f"{env_title(env_id)}, {algo_label(algo)} ({seeds} seed{'s' if seeds != 1 else ''})")
             ax.set_xlabel("Weight updates (generations)" if is_es(algo) else "Emulator frames")
             ax.set_ylabel("Score (evaluation)")
             compact_ticks(ax)
+            if is_es(algo):  # whole weight updates
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         figure_legend(fig, axes, ncols=4)
     return savefig(fig, stem)

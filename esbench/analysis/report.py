@@ -512,9 +512,14 @@ def _table2_claim(complete: pd.DataFrame, rng: np.random.Generator, es_algo: str
         )
     side = "at least" if pn and pw / pn >= 0.5 else "fewer than"
     who = f" ({algo_label(es_algo)})" if es_algo != "openai_es" else ""
+
+    def n(k: int, word: str) -> str:
+        return f"{k} {word}{'' if k == 1 else ('es' if word.endswith('s') else 's')}"
+
     return (
-        f"| ES beats A3C on 23 of 51 games, loses on 28 (Sec. 4.2, Table 2){who} | {pw} wins, {pl} losses "
-        f"on these games | {ws.wins} wins, {ws.losses} losses, {ws.ties} ties of {ws.n_games}{interval} "
+        f"| ES beats A3C on 23 of 51 games, loses on 28 (Sec. 4.2, Table 2){who} | {n(pw, 'win')}, "
+        f"{n(pl, 'loss')} on these games | {n(ws.wins, 'win')}, {n(ws.losses, 'loss')}, {n(ws.ties, 'tie')} "
+        f"of {ws.n_games}{interval} "
         f"(ES vs A2C; a tie is neither; fewest seeds on a side of a game: {ws.min_seeds}) | "
         f"{_verdict_text(verdict)} (claim: ES wins on {side} half the decided games, as the paper's did) |"
     )
