@@ -90,3 +90,23 @@ def test_atari_paper_jobs_compose_and_validate() -> None:
                 cfg = compose_run_config(job)
                 assert cfg.env.eval_max_episode_frames == 108_000 and cfg.eval.episodes == 10
         assert len(seen) == 2
+
+
+def test_eval_interval_frames_needs_a_frames_budget(tmp_path) -> None:
+    from esbench.recipes import RecipeError, load_recipes
+
+    budget = "{timesteps: 10, eval_interval_frames: 5, eval_episodes: 1}"
+    scale = f"{{seeds: [0], budget: {budget}, sweeps: [{{algo: a2c}}]}}"
+    (tmp_path / "bad.yaml").write_text(
+        f"description: x\nreport: frameskip\nscales: {{smoke: {scale}, mini: {scale}, paper: {scale}}}\n"
+    )
+    with pytest.raises(
+        RecipeError, match=r"bad\.yaml: scales\.smoke\.budget\.eval_interval_frames needs a frames"
+    ):
+        load_recipes(tmp_path)
+    both = scale.replace("timesteps: 10,", "frames: 10, eval_interval: 5,")
+    (tmp_path / "bad.yaml").write_text(
+        f"description: x\nreport: frameskip\nscales: {{smoke: {both}, mini: {both}, paper: {both}}}\n"
+    )
+    with pytest.raises(RecipeError, match="one of eval_interval / eval_interval_frames"):
+        load_recipes(tmp_path)

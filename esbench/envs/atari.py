@@ -282,7 +282,7 @@ def make_atari_env(env_cfg: EnvConfig, *, training: bool) -> gym.Env:
         **kwargs,
     )
     eval_frames = getattr(env_cfg, "eval_max_episode_frames", None)
-    frame_cap = not training and eval_frames is not None
+    frame_cap = None if training or eval_frames is None else int(eval_frames)
     return AtariPreprocessing(
         env,
         frame_skip=env_cfg.frame_skip,
@@ -291,6 +291,6 @@ def make_atari_env(env_cfg: EnvConfig, *, training: bool) -> gym.Env:
         frame_stack=env_cfg.frame_stack,
         clip_rewards=training and env_cfg.clip_rewards,
         terminal_on_life_loss=training and env_cfg.terminal_on_life_loss,
-        max_episode_steps=None if frame_cap else env_cfg.max_episode_steps,
-        max_episode_frames=int(eval_frames) if frame_cap else None,
+        max_episode_steps=env_cfg.max_episode_steps if frame_cap is None else None,
+        max_episode_frames=frame_cap,
     )
