@@ -387,9 +387,10 @@ def es_atari_throughput(
 
     Returns:
         ``{"workers", "generations", "timesteps", "frames", "wall_clock_s", "run_steps_per_s",
-        "run_frames_per_s", "steady_steps_per_s", "steady_frames_per_s"}`` (steady: generations
-        2 .. n-1, i.e. without worker start-up and the final evaluation,
-        :func:`~esbench.bench.steady.steady_window`; NaN below 3 generations).
+        "run_frames_per_s", "steady_steps_per_s", "steady_frames_per_s", "steady_steps_per_cpu_s"}``
+        (steady: generations 2 .. n-1, i.e. without worker start-up and the final evaluation,
+        :func:`~esbench.bench.steady.steady_window`; NaN below 3 generations; per CPU-second: of
+        the workers' rollout tasks, the metrics' ``cpu_s``).
     """
     from esbench.config.compose import compose_run_config
     from esbench.runner import run
