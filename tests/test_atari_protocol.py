@@ -110,3 +110,19 @@ def test_eval_interval_frames_needs_a_frames_budget(tmp_path) -> None:
     )
     with pytest.raises(RecipeError, match="one of eval_interval / eval_interval_frames"):
         load_recipes(tmp_path)
+
+
+def test_an_unset_evaluation_cap_leaves_the_run_id_as_before_the_key_existed() -> None:
+    from omegaconf import OmegaConf
+
+    from esbench.config.compose import compose_run_config
+    from esbench.runner import config_hash
+
+    load_components()
+    for overrides in ([], ["env=atari"], ["env=atari", "algo=a2c"]):
+        cfg = compose_run_config(overrides)
+        data = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(data, dict) and data["env"].pop("eval_max_episode_frames") is None
+        assert config_hash(cfg) == config_hash(OmegaConf.create(data)), overrides
+    capped = compose_run_config(["env=atari", "env.eval_max_episode_frames=108000"])
+    assert config_hash(capped) != config_hash(compose_run_config(["env=atari"]))
