@@ -82,3 +82,12 @@ def test_table2_from_runs(tmp_path) -> None:
     assert table.loc["Pong", "paper_a3c"] == 11.4 and table.loc["Pong", "paper_es"] == 21.0
     assert table.loc["Breakout", "paper_dqn"] == 303.9
     assert count_wins(table["es_score"].to_numpy(), table["rl_score"].to_numpy()) == (1, 1)
+
+
+def test_the_win_share_interval_keeps_its_promise_with_ties() -> None:
+    """Ten games ES truly wins half of, plus two games tied at every seed: the 95% interval of the
+    share of decided games won covers the true 1/2 at least 95% of the time at 3 seeds (it is
+    conservative, like the win count's)."""
+    from esbench.analysis.coverage import win_share_coverage
+
+    assert win_share_coverage(3, n_datasets=40) >= 0.95
