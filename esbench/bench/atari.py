@@ -440,6 +440,15 @@ def _steady_per_cpu_s(metrics: pd.DataFrame) -> float:
     return steps / cpu if cpu > 0 else math.nan
 
 
+def _averaged(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
+    """Two measurements of the same thing combined: seconds-per-unit fields averaged, counts summed."""
+    out = {}
+    for key, value in first.items():
+        summed = key in ("steps", "episodes", "calls", "seconds")
+        out[key] = value + second[key] if summed else (value if key == "batch" else (value + second[key]) / 2)
+    return out
+
+
 def bench_atari(
     game: str = "Pong",
     workers: tuple[int, ...] = (1, 2),
@@ -468,7 +477,8 @@ def bench_atari(
             one and in lockstep).
         rollout_batch: ``algo.rollout_batch`` of the lockstep profile, the CNN measurement and
             the ES runs (1: every member one by one); conf/family_env/es_atari.yaml sets 4.
-        limit_seconds: Length of each of the emulator and CNN measurements of the limit.
+        limit_seconds: Length of each of the emulator and CNN measurements of the limit (half
+            before the ES runs, half after, averaged).
 
     Returns:
         ``{"game", "env_id", "frame_skip", "cpu_count", "rollout_batch", "raw": raw_ale_rate(...),
@@ -482,6 +492,12 @@ def bench_atari(
     from esbench.envs.atari import resolve_game
 
     raw = raw_ale_rate(game, frame_skip, raw_seconds)
+    # The limit's parts are measured once before the ES runs and once after, and averaged: on a
+    # shared machine the speed drifts between minutes, and the ratio compares the two.
+    before = (
+        emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2),
+        cnn_member_step_s(game, rollout_batch, limit_seconds / 2),
+    )
     profile = rollout_profile(game, frame_skip, profile_episodes, max_episode_steps)
     lockstep = (
         rollout_profile(game, frame_skip, profile_episodes, max_episode_steps, batch=rollout_batch)
@@ -505,8 +521,8 @@ def bench_atari(
                 extra=[f"algo.rollout_batch={rollout_batch}"],
             )
         )
-    emulator = emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds)
-    cnn = cnn_member_step_s(game, rollout_batch, limit_seconds)
+    emulator = _averaged(before[0], emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2))
+    cnn = _averaged(before[1], cnn_member_step_s(game, rollout_batch, limit_seconds / 2))
     for row in rows:
         per_worker = row["steady_steps_per_s"] / row["workers"]
         row_limit = es_limit(emulator, cnn, per_worker, row["steady_steps_per_cpu_s"])
