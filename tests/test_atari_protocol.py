@@ -74,6 +74,8 @@ def test_atari_recipes_evaluate_as_the_paper_on_three_seeds(name: str, scale: st
             fs = int(o["env.frame_skip"])
             assert 0 <= spec["budget"]["frames"] - int(o["budget.timesteps"]) * fs < fs
             assert 0 <= spec["budget"]["eval_interval_frames"] - int(o["eval.interval_timesteps"]) * fs < fs
+            if scale == "mini":  # training episodes capped at the same frames at every frame skip
+                assert int(o["env.max_episode_steps"]) * fs == 18_000
 
 
 def test_atari_paper_jobs_compose_and_validate() -> None:
