@@ -10,7 +10,7 @@ A recipe names the sweep that feeds one report, and the seeds and budgets of eac
     scales:
       smoke | mini | paper:        # all three required; decisive, decisive_hard optional
         seeds: [0, 1, 2]
-        budget: {timesteps: N | frames: N, eval_interval: N, eval_episodes: N}
+        budget: {timesteps: N | frames: N, eval_interval: N | eval_interval_frames: N, eval_episodes: N}
         overrides: {KEY: VALUE}    # optional, this scale
         sweeps:                    # the jobs are the union of these cartesian products
           - {algo: [openai_es, trpo], env: [hopper, walker2d], KEY: VALUE-or-list}
@@ -21,7 +21,9 @@ recipe covers a new ES variant the moment it is registered; ``"@lm"`` stands for
 that train language models (``env=lm``: OpenAI-ES, EGGROLL, GRPO). ``games: [Pong, ...]`` (or ``all``: the
 51 games of the paper's Table 2, :data:`esbench.envs.atari.ATARI_GAMES`) is the ``env.game`` axis.
 ``budget.frames`` gives every job the same emulator frames: ``budget.timesteps = frames /
-env.frame_skip``. The experiment name is the recipe name, so runs land in
+env.frame_skip``, and ``budget.eval_interval_frames`` (with ``frames`` only, in place of
+``eval_interval``) evaluates every job after the same emulator frames: ``eval.interval_timesteps =
+eval_interval_frames / env.frame_skip``. The experiment name is the recipe name, so runs land in
 ``results_dir/<recipe>/`` where ``esbench report <recipe>`` reads them.
 
 Each scale becomes one or more Hydra multirun sweeps (:class:`Sweep`), exactly what
@@ -59,7 +61,7 @@ ALL_SCALES: tuple[str, ...] = (*SCALES, *OPTIONAL_SCALES)
 LAUNCHERS: tuple[str, ...] = ("dask", "basic")
 _RECIPE_KEYS = {"description", "report", "launcher", "overrides", "scales"}
 _SCALE_KEYS = {"seeds", "budget", "overrides", "sweeps", "paper_targets"}
-_BUDGET_KEYS = {"timesteps", "frames", "eval_interval", "eval_episodes"}
+_BUDGET_KEYS = {"timesteps", "frames", "eval_interval", "eval_interval_frames", "eval_episodes"}
 
 
 class RecipeError(ConfigError):
@@ -136,7 +138,10 @@ class Recipe:
                 else:
                     fixed["env.frame_skip"] = fs
                     fixed["budget.timesteps"] = max(int(budget["frames"]) // int(fs), 1)
-                fixed["eval.interval_timesteps"] = budget["eval_interval"]
+                if "eval_interval" in budget:
+                    fixed["eval.interval_timesteps"] = budget["eval_interval"]
+                else:  # the same emulator frames between evaluations at every frame skip
+                    fixed["eval.interval_timesteps"] = max(int(budget["eval_interval_frames"]) // int(fs), 1)
                 fixed["eval.episodes"] = budget["eval_episodes"]
                 merged = {**fixed, **self.overrides, **spec.get("overrides", {}), **axes}
                 merged["seed"] = spec["seeds"]
@@ -288,10 +293,16 @@ def _check_recipe(path: Path, data: Any) -> Recipe:
         budget = spec.get("budget") or {}
         if set(budget) - _BUDGET_KEYS or ("timesteps" in budget) == ("frames" in budget):
             raise _fail(path, f"{where}.budget: one of timesteps / frames, plus eval_interval, eval_episodes")
-        for key in ("eval_interval", "eval_episodes", "timesteps", "frames"):
+        if ("eval_interval" in budget) == ("eval_interval_frames" in budget):
+            raise _fail(path, f"{where}.budget: one of eval_interval / eval_interval_frames")
+        if "eval_interval_frames" in budget and "frames" not in budget:
+            raise _fail(
+                path, f"{where}.budget.eval_interval_frames needs a frames budget; allowed: eval_interval"
+            )
+        for key in ("eval_interval", "eval_interval_frames", "eval_episodes", "timesteps", "frames"):
             if key in budget and not (isinstance(budget[key], int) and budget[key] >= 1):
                 raise _fail(path, f"{where}.budget.{key} must be an integer >= 1")
-            if key in ("eval_interval", "eval_episodes") and key not in budget:
+            if key == "eval_episodes" and key not in budget:
                 raise _fail(path, f"{where}.budget.{key} is missing")
         sweeps = spec.get("sweeps")
         if not sweeps or not all(isinstance(s, dict) and "algo" in s for s in sweeps):
@@ -518,7 +529,11 @@ def _job_cost(job: list[str], rates: dict[str, Any] | None = None) -> tuple[int,
             steps = whole_generations(steps, algo, o, min(cap, 10_000 // fs))
         frame = r["atari_frame_s"] * fs
         train_s = steps * (r["atari_cnn_s"]["es" if is_es else "rl"] + frame)
-        eval_steps = (steps // interval + 1) * episodes * min(cap, 10_000 // fs)
+        # An evaluation episode at a typical 10,000 frames, or its cap when shorter: the frame cap
+        # env.eval_max_episode_frames when set, else the training cap.
+        eval_frames = o.get("env.eval_max_episode_frames", "null")
+        eval_cap = int(eval_frames) // fs if eval_frames != "null" else cap
+        eval_steps = (steps // interval + 1) * episodes * min(eval_cap, 10_000 // fs)
         eval_s = eval_steps * (r["atari_cnn_s"]["es"] + frame)
     else:
         es_rate = es_steps_per_s(env, r)

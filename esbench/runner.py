@@ -95,6 +95,9 @@ def config_hash(cfg: DictConfig) -> str:
     budget = data.get("budget")
     if isinstance(budget, dict) and stop_at_return(cfg) is None:
         budget.pop("confirm_episodes", None)  # inert without a target: hashes as before it existed
+    env = data.get("env")
+    if isinstance(env, dict) and env.get("eval_max_episode_frames", 0) is None:
+        del env["eval_max_episode_frames"]  # unset: hashes as before it existed
     evaluation = data.get("eval")
     if isinstance(evaluation, dict) and not evaluation.get("also_stochastic", False):
         evaluation.pop("also_stochastic", None)  # off: hashes as before it existed

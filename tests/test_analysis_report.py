@@ -142,7 +142,12 @@ def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
                 wall_clock_s=T / 100 / w + 1,
             )
     fs_report = build_report("frameskip", runs, tmp_path / "paper").read_text()
-    assert "less sensitive to frame-skip than RL" in fs_report and "supported" in fs_report
+    # ES ends at 10 or 11 at every frame skip, 2 seeds: the Bonferroni-adjusted Welch intervals
+    # (+-5.4) straddle the +-3.5 margin (10% of Pong's human - random span): undecided.
+    claim = next(
+        line for line in fs_report.splitlines() if "learns about equally at every frame skip" in line
+    )
+    assert "fewest seeds 2" in claim and "| undecided: " in claim and "more seeds (now 2)" in claim
     assert (tmp_path / "paper" / "frameskip" / "figures" / "frameskip.pdf").is_file()
     sc_report = build_report("scaling", runs, tmp_path / "paper").read_text()
     assert "ES speeds up linearly with cores" in sc_report
@@ -265,7 +270,7 @@ def test_modern_trpo_claim_verdicts(es, word, decide, claim_word) -> None:
 def test_an_algorithm_that_never_beats_its_first_evaluation_is_flat() -> None:
     import pandas as pd
 
-    from esbench.analysis.report import _improved
+    from esbench.analysis.frameskip import improved
 
     curves = pd.DataFrame(
         {
@@ -276,5 +281,5 @@ def test_an_algorithm_that_never_beats_its_first_evaluation_is_flat() -> None:
             "eval_return_mean": [-21.0, -21.0, -21.0, -21.0, -20.0],
         }
     )
-    assert not _improved(curves, "a2c", "ALE/Pong-v5")
-    assert _improved(curves, "openai_es", "ALE/Pong-v5")
+    assert not improved(curves[curves["algo"] == "a2c"])
+    assert improved(curves[curves["algo"] == "openai_es"])

@@ -250,7 +250,8 @@ def test_win_count_interval_by_hand() -> None:
 
 def test_table2_report_labels_its_question_and_decides_the_claim(tmp_path: Path) -> None:
     """Paper on Pong, Breakout, Seaquest: ES FF beats A3C FF on 1 of 3 (fewer than half). Ours, two
-    seeds a side, far apart: ES wins Pong only, in every resample -> 1 of 3 [1, 1]: supported."""
+    seeds a side, far apart: ES wins Pong only, in every resample -> a share of 1/3 of the decided
+    games, interval [1/3, 1/3]: supported."""
     games = {"ALE/Pong-v5": ([20, 21], [-21, -20]), "ALE/Breakout-v5": ([1, 2], [30, 40]),
              "ALE/Seaquest-v5": ([100, 120], [500, 600])}  # fmt: skip
     for env_id, (es, rl) in games.items():
@@ -262,7 +263,10 @@ def test_table2_report_labels_its_question_and_decides_the_claim(tmp_path: Path)
     text = build_report("table2", tmp_path, tmp_path / "paper").read_text()
     assert "*Question answered: at our budget, does ES end up with a higher score" in text
     claim = next(line for line in text.splitlines() if "ES beats A3C on 23 of 51 games" in line)
-    assert "| 1 of 3 on these games | 1 of 3 [95% CI 1, 1]" in claim
+    assert (
+        "| 1 win, 2 losses on these games | 1 win, 2 losses, 0 ties of 3, share 0.333 [95% CI 0.333, 0.333]"
+        in claim
+    )
     assert (
         "fewest seeds on a side of a game: 2" in claim
         and "| supported (claim: ES wins on fewer than half" in claim

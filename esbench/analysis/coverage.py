@@ -174,6 +174,36 @@ def efficiency_coverage(n: int, skewed: bool = False, n_datasets: int = 2000, se
     return hits / n_datasets
 
 
+def win_share_coverage(
+    n: int, n_games: int = 10, n_ties: int = 2, n_datasets: int = 200, seed: int = 0
+) -> float:
+    """Coverage of Table 2's claim interval (:func:`esbench.analysis.table2.win_share_interval`: ES's
+    share of the decided games, percentile bootstrap, a tie neither a win nor a loss) over
+    ``n_games`` games as :func:`win_count_coverage` draws them (ES truly wins half), plus
+    ``n_ties`` games both sides score 0 on at every seed (ties in every resample): true share 1/2."""
+    from esbench.analysis.table2 import win_share_interval
+
+    rng = np.random.default_rng(seed)
+    effects = np.linspace(-1.5, 1.5, n_games)
+    truth = float(np.sum(effects > 0)) / n_games
+    names = [f"g{i}" for i in range(n_games + n_ties)]
+    games = np.repeat(names, n)
+    hits = 0
+    for _ in range(n_datasets):
+        es = np.vstack([effects[:, None] + rng.standard_normal((n_games, n)), np.zeros((n_ties, n))])
+        rl = np.vstack([rng.standard_normal((n_games, n)), np.zeros((n_ties, n))])
+        runs = pd.DataFrame(
+            {
+                "env_id": np.concatenate([games, games]),
+                "algo": ["openai_es"] * es.size + ["a2c"] * rl.size,
+                "final_eval_return": np.concatenate([es.ravel(), rl.ravel()]),
+            }
+        )
+        ws = win_share_interval(runs, rng, "openai_es")
+        hits += bool(ws.low <= truth <= ws.high)
+    return hits / n_datasets
+
+
 def median_coverage(n: int, n_datasets: int = 500, seed: int = 0) -> float:
     """Coverage of the percentile bootstrap interval of a median over n seeds (lognormal times,
     sigma 1: true median 1), as :mod:`esbench.analysis.time_to_score` prints it."""
@@ -252,6 +282,12 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
            "data": "normal, true wins 5 of 10", "used": True, "datasets": 200}  # fmt: skip
     for n in seeds:
         row[f"n={n}"] = win_count_coverage(n)
+    rows.append(row)
+    row = {"statistic": "Table 2 share of decided games won (10 games + 2 ties)",
+           "method": "percentile bootstrap", "data": "normal, true share 1/2", "used": True,
+           "datasets": 200}  # fmt: skip
+    for n in seeds:
+        row[f"n={n}"] = win_share_coverage(n)
     rows.append(row)
     row = {"statistic": "IQM across 5 tasks", "method": "stratified percentile bootstrap",
            "data": "normal per task", "used": True, "datasets": 200}  # fmt: skip

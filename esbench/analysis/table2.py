@@ -3,10 +3,12 @@
 Our score per game is the mean over seeds of each run's final evaluation (fixed evaluation seeds;
 by default ES acts deterministically and A2C samples its policy, as A3C's published scores were
 obtained: :mod:`esbench.config.eval_protocol`; the notes say how the runs did), with a 95%
-Student-t CI. Wins are counted as the paper counts
-them: ES beats A3C on a game when its score is strictly higher; otherwise it is a loss. The
-published DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on
-``gymnasium_id``.
+Student-t CI, and ES minus A2C with its 95% Welch interval. Each game's outcome follows the
+paper's count: ES wins when its score is strictly higher, loses when strictly lower, and a tie
+(equal scores, e.g. both 0 on a game neither learns) is neither a win nor a loss, in the table,
+the counts, the intervals and the claim (:data:`OUTCOMES`). The published count, 23 wins and 28
+losses of 51, is recomputed with the same rule (the published table has no tie). The published
+DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on ``gymnasium_id``.
 
 Every score, ours and the paper's, is also given human-normalized,
 ``(score - random) / (human - random)`` (:func:`human_normalized`): 0 is random play, 1 the human
@@ -17,6 +19,7 @@ tester, with the random and human scores of Wang et al. (2016) under no-op start
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +27,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from esbench.analysis.load import config_value, is_es, read_config
-from esbench.analysis.stats import mean_ci
+from esbench.analysis.stats import mean_ci, welch_ci
 from esbench.analysis.table1 import REFERENCE_DIR
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.eval_protocol import eval_protocol
@@ -32,6 +35,11 @@ from esbench.tracking.schema import CONFIG_FILE
 
 ATARI_REFERENCE = REFERENCE_DIR / "salimans2017_atari_table2.csv"
 HUMAN_RANDOM_REFERENCE = REFERENCE_DIR / "wang2016_atari_random_human.csv"
+
+#: A game's outcome for ES against the baseline: strictly higher, strictly lower, equal; "" where a
+#: side has no score.
+WIN, LOSS, TIE = "win", "loss", "tie"
+OUTCOMES: tuple[str, ...] = (WIN, LOSS, TIE)
 
 #: Scores that get a human-normalized twin ``<name>_hns`` in :func:`table2`.
 HNS_SCORES: tuple[str, ...] = ("es_score", "rl_score", "paper_dqn", "paper_a3c", "paper_es")
@@ -48,10 +56,15 @@ TABLE2_COLUMNS: tuple[str, ...] = (
     "rl_low",
     "rl_high",
     "es_wins",
+    "outcome",
+    "diff",
+    "diff_low",
+    "diff_high",
     "paper_dqn",
     "paper_a3c",
     "paper_es",
     "paper_es_wins",
+    "paper_outcome",
     "n_seeds_es",
     "n_seeds_rl",
     "partial",
@@ -154,8 +167,17 @@ def run_eval_labels(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(labels, index=runs.index, dtype=object)
 
 
-def count_wins(es_scores: np.ndarray, rl_scores: np.ndarray) -> tuple[int, int]:
-    """(wins, losses) of ES against the baseline, as the paper counts: a win is strictly higher.
+def outcome(es_score: float, rl_score: float) -> str:
+    """One game's outcome for ES: ``"win"`` (strictly higher), ``"loss"`` (strictly lower),
+    ``"tie"`` (equal: neither a win nor a loss), ``""`` where either score is NaN."""
+    if not (np.isfinite(es_score) and np.isfinite(rl_score)):
+        return ""
+    return WIN if es_score > rl_score else LOSS if es_score < rl_score else TIE
+
+
+def count_outcomes(es_scores: ArrayLike, rl_scores: ArrayLike) -> tuple[int, int, int]:
+    """(wins, losses, ties) of ES against the baseline, as the paper counts: a win is strictly
+    higher, a loss strictly lower, and a tie neither.
 
     Args:
         es_scores: Shape (n_games,).
@@ -165,7 +187,14 @@ def count_wins(es_scores: np.ndarray, rl_scores: np.ndarray) -> tuple[int, int]:
     rl = np.asarray(rl_scores, dtype=float)
     valid = np.isfinite(es) & np.isfinite(rl)
     wins = int(np.sum(es[valid] > rl[valid]))
-    return wins, int(valid.sum()) - wins
+    losses = int(np.sum(es[valid] < rl[valid]))
+    return wins, losses, int(valid.sum()) - wins - losses
+
+
+def count_wins(es_scores: ArrayLike, rl_scores: ArrayLike) -> tuple[int, int]:
+    """(wins, losses) of :func:`count_outcomes`: ties are neither."""
+    wins, losses, _ = count_outcomes(es_scores, rl_scores)
+    return wins, losses
 
 
 def win_count_interval(
@@ -205,8 +234,78 @@ def win_count_interval(
     return wins, low, high, len(seeds) // 2, min(seeds)
 
 
+@dataclass(frozen=True)
+class WinShare:
+    """ES's share of the decided games (wins over wins + losses; ties are neither), with its
+    interval over seeds.
+
+    Attributes:
+        wins, losses, ties: Outcomes of the means over all seeds (:func:`outcome`).
+        share: ``wins / (wins + losses)``; NaN when every game is a tie.
+        low, high: 95% percentile bootstrap interval of the share (NaN: fewer than 2 seeds on a
+            side of some game, or no game decided in any resample).
+        n_games: Games with runs on both sides.
+        min_seeds: Fewest seeds any of those games has on either side.
+    """
+
+    wins: int
+    losses: int
+    ties: int
+    share: float
+    low: float
+    high: float
+    n_games: int
+    min_seeds: int
+
+
+def win_share_interval(
+    runs: pd.DataFrame, rng: np.random.Generator, es_algo: str, rl_algo: str = "a2c"
+) -> WinShare:
+    """ES's share of the decided games against ``rl_algo`` and its 95% percentile bootstrap interval.
+
+    Per resample each game's seeds are resampled with replacement on each side independently
+    (one seeded Generator, games in sorted order, as :func:`win_count_interval`), the means
+    compared with :func:`outcome`'s rule (a tie is neither a win nor a loss), and the share of
+    wins among that resample's decided games taken; resamples with no decided game are left out.
+
+    Args:
+        runs: Complete runs (``env_id``, ``algo``, ``final_eval_return``).
+        rng: Generator of the resamples.
+        es_algo: The ES algorithm.
+        rl_algo: The baseline.
+    """
+    from esbench.analysis.verdicts import percentile_interval, resample_means
+
+    nan = float("nan")
+    counts = {WIN: 0, LOSS: 0, TIE: 0}
+    won: np.ndarray | None = None
+    lost: np.ndarray | None = None
+    seeds: list[int] = []
+    for _, env in runs.groupby("env_id", sort=True):
+        es = env[env["algo"] == es_algo]["final_eval_return"].to_numpy(float)
+        rl = env[env["algo"] == rl_algo]["final_eval_return"].to_numpy(float)
+        if not len(es) or not len(rl):
+            continue
+        counts[outcome(float(es.mean()), float(rl.mean()))] += 1
+        es_draws, rl_draws = resample_means(es, rng), resample_means(rl, rng)
+        w, lo = (es_draws > rl_draws).astype(int), (es_draws < rl_draws).astype(int)
+        won, lost = (w, lo) if won is None or lost is None else (won + w, lost + lo)
+        seeds += [len(es), len(rl)]
+    if won is None or lost is None:
+        return WinShare(0, 0, 0, nan, nan, nan, 0, 0)
+    decided = counts[WIN] + counts[LOSS]
+    share = counts[WIN] / decided if decided else nan
+    low = high = nan
+    if min(seeds) >= 2:
+        ok = (won + lost) > 0
+        if ok.any():
+            low, high = percentile_interval(won[ok] / (won[ok] + lost[ok]))
+    return WinShare(counts[WIN], counts[LOSS], counts[TIE], share, low, high, len(seeds) // 2, min(seeds))
+
+
 def published_wins(reference: pd.DataFrame) -> tuple[int, int]:
-    """(wins, losses) of ES FF against A3C FF from the published table alone (paper: 23, 28)."""
+    """(wins, losses) of ES FF against A3C FF from the published table alone (paper: 23, 28;
+    counted with :func:`outcome`'s rule, so a tie would be neither)."""
     return count_wins(reference["es_ff_1hour"].to_numpy(), reference["a3c_ff_1day"].to_numpy())
 
 
@@ -234,7 +333,10 @@ def table2(
 
     Returns:
         DataFrame with columns :data:`TABLE2_COLUMNS`, one row per (game, ES algo); games with
-        only one side have NaN on the other and ``es_wins`` NaN. ``<score>_hns`` is the
+        only one side have NaN on the other, ``outcome`` "" and ``es_wins`` NaN. ``outcome`` is
+        ``win``/``loss``/``tie`` (:func:`outcome`; ``es_wins`` True/False, NaN on a tie), ``diff``
+        ES minus the baseline with its 95% Welch interval ``diff_low``/``diff_high``, and
+        ``paper_outcome``/``paper_es_wins`` the same for the published scores. ``<score>_hns`` is the
         human-normalized twin of each of :data:`HNS_SCORES` (from the reference's ``random`` and
         ``human``); ``rl_eval`` says how ``rl_algo``'s runs acted at evaluation
         (:func:`run_eval_labels`, distinct labels joined by ", ").
@@ -258,6 +360,9 @@ def table2(
             es = env[env["algo"] == es_algo]["final_eval_return"].to_numpy(float)
             es_mean, es_low, es_high = mean_ci(es, rng) if len(es) else (np.nan, np.nan, np.nan)
             both = bool(len(es) and len(rl))
+            result = outcome(float(es_mean), float(rl_mean)) if both else ""
+            diff, diff_low, diff_high = welch_ci(es, rl) if both else (np.nan, np.nan, np.nan)
+            paper_result = outcome(paper("es_ff_1hour"), paper("a3c_ff_1day")) if len(match) else ""
             rows.append(
                 {
                     "game": _game_name(str(env_id), str(env["env_name"].iloc[0]), ref),
@@ -270,13 +375,16 @@ def table2(
                     "rl_score": float(rl_mean),
                     "rl_low": float(rl_low),
                     "rl_high": float(rl_high),
-                    "es_wins": bool(es_mean > rl_mean) if both else np.nan,
+                    "es_wins": (result == WIN) if result in (WIN, LOSS) else np.nan,
+                    "outcome": result,
+                    "diff": float(diff),
+                    "diff_low": float(diff_low),
+                    "diff_high": float(diff_high),
                     "paper_dqn": paper("dqn"),
                     "paper_a3c": paper("a3c_ff_1day"),
                     "paper_es": paper("es_ff_1hour"),
-                    "paper_es_wins": bool(paper("es_ff_1hour") > paper("a3c_ff_1day"))
-                    if len(match)
-                    else np.nan,
+                    "paper_es_wins": (paper_result == WIN) if paper_result in (WIN, LOSS) else np.nan,
+                    "paper_outcome": paper_result,
                     "n_seeds_es": len(es),
                     "n_seeds_rl": len(rl),
                     "partial": (es_algo, env_id) in partial or (rl_algo, env_id) in partial,
@@ -297,7 +405,8 @@ def fmt_hns(value: float) -> str:
 
 
 def display_table2(table: pd.DataFrame) -> pd.DataFrame:
-    """Formatted strings; the higher of our ES/A2C scores is marked with ``†``; human-normalized
+    """Formatted strings; the higher of our ES/A2C scores is marked with ``†`` (neither on a tie);
+    the outcome (win, loss or tie) and ES minus A2C with its 95% Welch interval; human-normalized
     scores (HNS) in percent beside the raw ones."""
 
     def score(mean: float, low: float, high: float, best: bool) -> str:
@@ -308,12 +417,13 @@ def display_table2(table: pd.DataFrame) -> pd.DataFrame:
 
     rows = []
     for r in table.itertuples():
-        decided = not pd.isna(r.es_wins)
         rows.append(
             {
                 "Game": f"{r.game}{' *' if r.partial else ''}",
-                "ES (ours)": score(r.es_score, r.es_low, r.es_high, decided and bool(r.es_wins)),
-                "A2C (ours)": score(r.rl_score, r.rl_low, r.rl_high, decided and not bool(r.es_wins)),
+                "ES (ours)": score(r.es_score, r.es_low, r.es_high, r.outcome == WIN),
+                "A2C (ours)": score(r.rl_score, r.rl_low, r.rl_high, r.outcome == LOSS),
+                "ES outcome": r.outcome or "—",
+                "ES - A2C": score(r.diff, r.diff_low, r.diff_high, False) if np.isfinite(r.diff) else "—",
                 "ES HNS": fmt_hns(r.es_score_hns),
                 "A2C HNS": fmt_hns(r.rl_score_hns),
                 "DQN (paper)": fmt_num(r.paper_dqn, 4) or "—",
@@ -351,13 +461,15 @@ def eval_note(table: pd.DataFrame) -> str:
 
 def write_table2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """Write ``table2.csv``/``.md``/``.tex`` under ``out_dir``, with the win counts as a note."""
-    wins, losses = count_wins(table["es_score"].to_numpy(), table["rl_score"].to_numpy())
+    wins, losses, ties = count_outcomes(table["es_score"].to_numpy(), table["rl_score"].to_numpy())
     scored = table.dropna(subset=["paper_es", "paper_a3c"])
-    pw, pl = count_wins(scored["paper_es"].to_numpy(), scored["paper_a3c"].to_numpy())
+    pw, pl, pt = count_outcomes(scored["paper_es"].to_numpy(), scored["paper_a3c"].to_numpy())
     notes = (
-        f"Ours: ES beats A2C on {wins} of {wins + losses} games (strictly higher mean final score). "
-        f"Paper, on these games: ES FF beats A3C FF on {pw} of {pw + pl}. "
-        "Scores: mean over seeds of the final evaluation [95% Student-t CI]; † marks the higher of ours. "
+        f"Ours: ES beats A2C on {wins}, loses on {losses} and ties on {ties} of {wins + losses + ties} "
+        "games (win: strictly higher mean final score; loss: strictly lower; a tie is neither). "
+        f"Paper, on these games: ES FF beats A3C FF on {pw}, loses on {pl}, ties on {pt}. "
+        "Scores: mean over seeds of the final evaluation [95% Student-t CI]; † marks the higher of ours "
+        "(neither on a tie); ES - A2C: difference of the means [95% Welch CI]. "
         "Our budgets are far below the paper's (ES 1B frames, A3C 320M). "
         + hns_note(table)
         + eval_note(table)

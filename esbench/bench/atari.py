@@ -16,6 +16,13 @@
    first generation, with worker start-up, and the last, with the final evaluation, left out) and
    over the whole run (the summary's ``steps_per_s``).
 
+4. **The CPU's limit for ES** (:func:`es_limit`): (a) the emulator's seconds per agent step with
+   the runtime's preprocessing and a seeded reset starting every episode (:func:`emulator_step_s`),
+   and (b) the CNN's seconds per member-step, batched at the run's ``algo.rollout_batch``
+   (:func:`cnn_member_step_s`). ``limit_steps_per_s = 1 / (a + b)`` is what one worker could reach
+   if it did nothing but step the emulator and run the batched network; ES's steady agent steps/s
+   per worker over it is ``es_over_emulator_plus_cnn`` (the target: at least 0.85).
+
 Frame counts are ``info["frames"]`` summed, no-op resets included, as in the run metrics.
 """
 
@@ -30,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from esbench.bench.steady import steady_rate
+from esbench.bench.steady import steady_rate, steady_window
 
 
 def _atari_overrides(game: str, frame_skip: int, max_episode_steps: int) -> list[str]:
@@ -78,6 +85,173 @@ def raw_ale_rate(
         "steps": steps,
         "frames": frames,
         "seconds": wall,
+    }
+
+
+def emulator_step_s(
+    game: str = "Pong",
+    frame_skip: int = 4,
+    max_episode_steps: int = 500,
+    seconds: float = 5.0,
+    seed: int = 0,
+) -> dict[str, float]:
+    """The emulator's seconds per agent step as an ES worker drives it, without the policy.
+
+    The training env of the runtime (:func:`~esbench.envs.make_env`, the full preprocessing), every
+    episode started by a seeded reset with a fresh seed (as every population member's is: ALE
+    reloads the ROM on a seeded reset) and capped at ``max_episode_steps``, with uniformly random
+    actions drawn before the clock starts.
+
+    Returns:
+        ``{"step_s"`` (seconds per agent step, resets included), ``"step_cpu_s"`` (the same in
+        this process's CPU seconds: steadier than wall-clock on a shared machine), ``"reset_ms"`` (per seeded
+        reset), ``"reset_share"``, ``"steps"``, ``"episodes"``, ``"seconds"}``.
+    """
+    from esbench.config.compose import compose_run_config
+    from esbench.envs import make_env
+
+    cfg = compose_run_config(_atari_overrides(game, frame_skip, max_episode_steps))
+    env = make_env(cfg.env, training=True)
+    n_actions = int(env.action_space.n)  # type: ignore[attr-defined]
+    actions = np.random.default_rng(seed).integers(n_actions, size=4096).tolist()
+    steps = episodes = 0
+    reset_s = 0.0
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        while time.perf_counter() - t0 < seconds or episodes == 0:
+            t = time.perf_counter()
+            env.reset(seed=seed + episodes)
+            reset_s += time.perf_counter() - t
+            episodes += 1
+            done = False
+            while not done:
+                _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
+                steps += 1
+                done = terminated or truncated
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        env.close()
+    return {
+        "step_s": wall / steps,
+        "step_cpu_s": cpu / steps,
+        "reset_ms": 1e3 * reset_s / episodes,
+        "reset_share": reset_s / wall,
+        "steps": steps,
+        "episodes": episodes,
+        "seconds": wall,
+    }
+
+
+def cnn_member_step_s(
+    game: str = "Pong",
+    batch: int = 4,
+    seconds: float = 3.0,
+    seed: int = 0,
+    sigma: float = 0.005,
+) -> dict[str, float]:
+    """The CNN's seconds per member-step, batched at ``batch`` as a worker runs it, one torch thread.
+
+    ``batch`` members (each its own perturbed parameters, as in :func:`rollout_profile`) act on
+    real observations (64 batches of frame stacks from seeded random play) through
+    :class:`~esbench.policies.cnn.BatchedCNN` (``batch`` 1: :meth:`CNNPolicy.act`, the one-by-one
+    path); the time of one call over ``batch``.
+
+    Returns:
+        ``{"member_step_s", "member_step_cpu_s"`` (CPU seconds), ``"call_ms", "batch", "calls",
+        "seconds"}``.
+    """
+    import torch
+
+    from esbench.config.compose import compose_run_config
+    from esbench.envs import make_env
+    from esbench.policies import make_policy
+    from esbench.policies.cnn import BatchedCNN, CNNPolicy
+    from esbench.utils.seeding import INIT_PARAMS, generator
+
+    cfg = compose_run_config(_atari_overrides(game, 4, 27000))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    env = make_env(cfg.env, training=True)
+    try:
+        policy = make_policy(cfg.policy, env, cfg.env, seed)
+        assert isinstance(policy, CNNPolicy)
+        theta = policy.init_params(generator(seed, INIT_PARAMS))
+        noise = np.random.default_rng(seed)
+        members = [
+            theta + np.float32(sigma) * noise.standard_normal(theta.size, dtype=np.float32)
+            for _ in range(batch)
+        ]
+        n_actions = int(env.action_space.n)  # type: ignore[attr-defined]
+        frames = []
+        obs, _ = env.reset(seed=seed)
+        for _ in range(64 * batch):
+            obs, _, terminated, truncated, _ = env.step(int(noise.integers(n_actions)))
+            frames.append(obs)
+            if terminated or truncated:
+                obs, _ = env.reset()
+        batches = [np.stack(frames[i * batch : (i + 1) * batch]) for i in range(64)]
+        if batch > 1:
+            player = BatchedCNN(policy, batch)
+            for b, flat in enumerate(members):
+                player.set_slot(b, flat)
+            act: Any = player.act
+        else:
+            policy.set_params(members[0])
+            act = policy.act
+        for x in batches[:4]:  # warm-up: first-call allocations
+            act(x if batch > 1 else x[0])
+        calls = 0
+        t0, c0 = time.perf_counter(), time.process_time()
+        while time.perf_counter() - t0 < seconds or calls < len(batches):
+            x = batches[calls % len(batches)]
+            act(x if batch > 1 else x[0])
+            calls += 1
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        env.close()
+        torch.set_num_threads(threads)
+    return {
+        "member_step_s": wall / (calls * batch),
+        "member_step_cpu_s": cpu / (calls * batch),
+        "call_ms": 1e3 * wall / calls,
+        "batch": batch,
+        "calls": calls,
+        "seconds": wall,
+    }
+
+
+def es_limit(
+    emulator: dict[str, float],
+    cnn: dict[str, float],
+    es_steps_per_s: float,
+    es_steps_per_cpu_s: float = float("nan"),
+) -> dict[str, float]:
+    """The CPU's limit for ES agent steps per worker, and how close ES comes to it.
+
+    Args:
+        emulator: :func:`emulator_step_s` (a: seconds per agent step).
+        cnn: :func:`cnn_member_step_s` (b: seconds per member-step at the runtime's batch).
+        es_steps_per_s: ES's steady agent steps/s per worker (c).
+        es_steps_per_cpu_s: ES's steady agent steps per CPU-second of its rollouts (the workers'
+            task CPU time): with (a) and (b) in CPU seconds, the same ratio measured in CPU time,
+            which a busy machine disturbs far less than wall-clock (NaN: not measured).
+
+    Returns:
+        ``{"emulator_step_s": a, "cnn_member_step_s": b, "limit_steps_per_s": 1 / (a + b),
+        "es_steps_per_s": c, "es_over_emulator_plus_cnn": c * (a + b)}``, and the CPU-time twins
+        ``limit_steps_per_cpu_s``, ``es_steps_per_cpu_s``, ``es_over_emulator_plus_cnn_cpu``.
+    """
+    a, b = float(emulator["step_s"]), float(cnn["member_step_s"])
+    a_cpu, b_cpu = float(emulator.get("step_cpu_s", np.nan)), float(cnn.get("member_step_cpu_s", np.nan))
+    return {
+        "emulator_step_s": a,
+        "cnn_member_step_s": b,
+        "limit_steps_per_s": 1.0 / (a + b),
+        "es_steps_per_s": float(es_steps_per_s),
+        "es_over_emulator_plus_cnn": float(es_steps_per_s) * (a + b),
+        "limit_steps_per_cpu_s": 1.0 / (a_cpu + b_cpu),
+        "es_steps_per_cpu_s": float(es_steps_per_cpu_s),
+        "es_over_emulator_plus_cnn_cpu": float(es_steps_per_cpu_s) * (a_cpu + b_cpu),
     }
 
 
@@ -213,9 +387,10 @@ def es_atari_throughput(
 
     Returns:
         ``{"workers", "generations", "timesteps", "frames", "wall_clock_s", "run_steps_per_s",
-        "run_frames_per_s", "steady_steps_per_s", "steady_frames_per_s"}`` (steady: generations
-        2 .. n-1, i.e. without worker start-up and the final evaluation,
-        :func:`~esbench.bench.steady.steady_window`; NaN below 3 generations).
+        "run_frames_per_s", "steady_steps_per_s", "steady_frames_per_s", "steady_steps_per_cpu_s"}``
+        (steady: generations 2 .. n-1, i.e. without worker start-up and the final evaluation,
+        :func:`~esbench.bench.steady.steady_window`; NaN below 3 generations; per CPU-second: of
+        the workers' rollout tasks, the metrics' ``cpu_s``).
     """
     from esbench.config.compose import compose_run_config
     from esbench.runner import run
@@ -251,7 +426,27 @@ def es_atari_throughput(
         "run_frames_per_s": float(s["total_frames"]) / max(wall, 1e-9),
         "steady_steps_per_s": steady_rate(metrics, "timesteps"),
         "steady_frames_per_s": steady_rate(metrics, "frames"),
+        "steady_steps_per_cpu_s": _steady_per_cpu_s(metrics),
     }
+
+
+def _steady_per_cpu_s(metrics: pd.DataFrame) -> float:
+    """Agent steps per CPU-second of the rollouts over :func:`~esbench.bench.steady.steady_window`."""
+    window = steady_window(metrics)
+    if len(window) < 2:
+        return math.nan
+    cpu = float(window["cpu_s"].iloc[-1] - window["cpu_s"].iloc[0])
+    steps = float(window["timesteps"].iloc[-1] - window["timesteps"].iloc[0])
+    return steps / cpu if cpu > 0 else math.nan
+
+
+def _averaged(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
+    """Two measurements of the same thing combined: seconds-per-unit fields averaged, counts summed."""
+    out = {}
+    for key, value in first.items():
+        summed = key in ("steps", "episodes", "calls", "seconds")
+        out[key] = value + second[key] if summed else (value if key == "batch" else (value + second[key]) / 2)
+    return out
 
 
 def bench_atari(
@@ -264,8 +459,10 @@ def bench_atari(
     raw_seconds: float = 5.0,
     profile_episodes: int = 4,
     rollout_batch: int = 4,
+    limit_seconds: float = 5.0,
 ) -> dict[str, Any]:
-    """The Atari benchmark: raw ALE rate, rollout profiles, ES throughput for each worker count.
+    """The Atari benchmark: raw ALE rate, rollout profiles, ES throughput for each worker count, and
+    ES against the CPU's limit (emulator + batched CNN).
 
     Args:
         game: Any ALE game name (see :func:`esbench.envs.atari.resolve_game`).
@@ -278,18 +475,29 @@ def bench_atari(
         raw_seconds: Length of the raw ALE measurement.
         profile_episodes: Episodes of each one-process rollout profile (the same members one by
             one and in lockstep).
-        rollout_batch: ``algo.rollout_batch`` of the lockstep profile and the ES runs (1: every
-            member one by one).
+        rollout_batch: ``algo.rollout_batch`` of the lockstep profile, the CNN measurement and
+            the ES runs (1: every member one by one); conf/family_env/es_atari.yaml sets 4.
+        limit_seconds: Length of each of the emulator and CNN measurements of the limit (half
+            before the ES runs, half after, averaged).
 
     Returns:
         ``{"game", "env_id", "frame_skip", "cpu_count", "rollout_batch", "raw": raw_ale_rate(...),
         "profile": rollout_profile(...) one by one, "profile_lockstep": rollout_profile(...) in
         lockstep (absent when ``rollout_batch`` is 1), "es": [es_atari_throughput(...) per worker
-        count], "speedup": {workers: steady frames/s over that of the first entry}}``.
+        count, each with its ``es_over_emulator_plus_cnn``], "speedup": {workers: steady frames/s
+        over that of the first entry}, "emulator": emulator_step_s(...), "cnn":
+        cnn_member_step_s(...), "limit": es_limit(...) of the first ES entry,
+        "limit_steps_per_s", "es_over_emulator_plus_cnn"}`` (the last two: the first entry's).
     """
     from esbench.envs.atari import resolve_game
 
     raw = raw_ale_rate(game, frame_skip, raw_seconds)
+    # The limit's parts are measured once before the ES runs and once after, and averaged: on a
+    # shared machine the speed drifts between minutes, and the ratio compares the two.
+    before = (
+        emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2),
+        cnn_member_step_s(game, rollout_batch, limit_seconds / 2),
+    )
     profile = rollout_profile(game, frame_skip, profile_episodes, max_episode_steps)
     lockstep = (
         rollout_profile(game, frame_skip, profile_episodes, max_episode_steps, batch=rollout_batch)
@@ -313,6 +521,17 @@ def bench_atari(
                 extra=[f"algo.rollout_batch={rollout_batch}"],
             )
         )
+    emulator = _averaged(before[0], emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2))
+    cnn = _averaged(before[1], cnn_member_step_s(game, rollout_batch, limit_seconds / 2))
+    for row in rows:
+        per_worker = row["steady_steps_per_s"] / row["workers"]
+        row_limit = es_limit(emulator, cnn, per_worker, row["steady_steps_per_cpu_s"])
+        row["es_over_emulator_plus_cnn"] = row_limit["es_over_emulator_plus_cnn"]
+        row["es_over_emulator_plus_cnn_cpu"] = row_limit["es_over_emulator_plus_cnn_cpu"]
+    first = rows[0]
+    limit = es_limit(
+        emulator, cnn, first["steady_steps_per_s"] / first["workers"], first["steady_steps_per_cpu_s"]
+    )
     base = rows[0]["steady_frames_per_s"]
     return {
         "game": game,
@@ -325,6 +544,12 @@ def bench_atari(
         **({"profile_lockstep": lockstep} if lockstep is not None else {}),
         "es": rows,
         "speedup": {r["workers"]: r["steady_frames_per_s"] / base for r in rows},
+        "emulator": emulator,
+        "cnn": cnn,
+        "limit": limit,
+        "limit_steps_per_s": limit["limit_steps_per_s"],
+        "es_over_emulator_plus_cnn": limit["es_over_emulator_plus_cnn"],
+        "es_over_emulator_plus_cnn_cpu": limit["es_over_emulator_plus_cnn_cpu"],
     }
 
 
@@ -360,6 +585,22 @@ def format_atari_bench(result: dict[str, Any]) -> str:
             f"| ES, {row['workers']} worker(s), steady | {row['steady_steps_per_s']:,.0f} | "
             f"{row['steady_frames_per_s']:,.0f} | {speedup:.2f}x of 1 worker; "
             f"{row['steady_frames_per_s'] / limit:.2f} of raw ALE x workers ({limit:,.0f} frames/s); "
-            f"{row['generations']} generations" + (f"; rollout_batch {batch}" if batch else "") + " |"
-        )
+            f"{row['generations']} generations" + (f"; rollout_batch {batch}" if batch else "")
+            + (f"; {row['es_over_emulator_plus_cnn']:.2f} of emulator + CNN per worker"
+               if "es_over_emulator_plus_cnn" in row else "") + " |"
+        )  # fmt: skip
+    if "limit" in result:
+        lim, emu, cnn = result["limit"], result["emulator"], result["cnn"]
+        lines += [
+            "",
+            f"CPU limit per worker: emulator {1e3 * lim['emulator_step_s']:.3f} ms per agent step "
+            f"(preprocessing and a seeded reset every episode, {emu['reset_ms']:.0f} ms each, "
+            f"{emu['reset_share']:.0%} of its time) + CNN {1e3 * lim['cnn_member_step_s']:.3f} ms per "
+            f"member-step (batch {cnn['batch']}) -> limit_steps_per_s {lim['limit_steps_per_s']:,.0f}; "
+            f"ES {lim['es_steps_per_s']:,.0f} agent steps/s per worker -> es_over_emulator_plus_cnn "
+            f"{lim['es_over_emulator_plus_cnn']:.2f} (target >= 0.85). In CPU time (steadier on a busy "
+            f"machine): limit {lim['limit_steps_per_cpu_s']:,.0f} agent steps per CPU-second, ES "
+            f"{lim['es_steps_per_cpu_s']:,.0f} -> es_over_emulator_plus_cnn_cpu "
+            f"{lim['es_over_emulator_plus_cnn_cpu']:.2f}.",
+        ]
     return "\n".join(lines)

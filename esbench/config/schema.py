@@ -107,6 +107,11 @@ class EnvConfig:
     full_action_space: bool = False
     clip_rewards: bool = True  # RL training only; reported scores are never clipped
     terminal_on_life_loss: bool = False
+    # Evaluation episodes end at game over or after this many emulator frames (no-op starts
+    # included), whatever the frame skip, instead of at max_episode_steps; at most ALE v5's own
+    # 108,000 (the paper's cap). None: evaluation episodes are capped like training ones, and
+    # the run id leaves it out.
+    eval_max_episode_frames: int | None = _c(None, ge=1)
 
 
 @dataclass

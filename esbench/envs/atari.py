@@ -20,6 +20,11 @@ observations are stacks of grayscale frames, shape ``(frame_stack, screen_size, 
 7. Optional **life-loss termination** (``terminal_on_life_loss``, training only, off by default) and an
    optional cap of ``max_episode_steps`` agent steps (``truncated=True``). ALE v5's own cap of 108,000
    frames (30 minutes of play) stays in place.
+8. An **evaluation cap in frames** (``eval_max_episode_frames``, evaluation envs only): the episode is
+   truncated once it has played that many emulator frames, no-op starts included, instead of at
+   ``max_episode_steps``. The paper evaluated with up to 30 no-op starts and ALE's 108,000-frame cap
+   at every frame skip; a cap in frames means the same play time at frame-skip 1 and 4, and lets a
+   run train on short episodes (cheap) while it is evaluated on the paper's.
 
 Every ``step`` reports ``info["frames"]``, the emulator frames consumed by that step (k, or fewer when
 the game ended mid-skip); ``reset`` reports the no-op frames it played. Summing them counts frames the
@@ -141,6 +146,7 @@ class AtariPreprocessing(gym.Wrapper):
         clip_rewards: bool = False,
         terminal_on_life_loss: bool = False,
         max_episode_steps: int | None = None,
+        max_episode_frames: int | None = None,
     ) -> None:
         super().__init__(env)
         if frame_skip < 1 or noop_max < 0 or screen_size < 1 or frame_stack < 1:
@@ -154,6 +160,7 @@ class AtariPreprocessing(gym.Wrapper):
         self.clip_rewards = clip_rewards
         self.terminal_on_life_loss = terminal_on_life_loss
         self.max_episode_steps = max_episode_steps
+        self.max_episode_frames = max_episode_frames
 
         self._ale: ale_py.ALEInterface = env.unwrapped.ale  # type: ignore[attr-defined]
         self._action_set = list(env.unwrapped._action_set)  # type: ignore[attr-defined]
@@ -163,6 +170,7 @@ class AtariPreprocessing(gym.Wrapper):
         self._stack = np.zeros((frame_stack, screen_size, screen_size), dtype=np.uint8)
         self._lives = 0
         self._steps = 0
+        self._frames = 0  # emulator frames of this episode, no-ops included
         self.observation_space = spaces.Box(0, 255, self._stack.shape, dtype=np.uint8)
 
     def _frame(self, pool: bool) -> np.ndarray:
@@ -194,6 +202,7 @@ class AtariPreprocessing(gym.Wrapper):
         self._stack[:] = self._frame(pool=False)
         self._lives = ale.lives()
         self._steps = 0
+        self._frames = frames
         info = dict(info, frames=frames, lives=self._lives, episode_frame_number=ale.getEpisodeFrameNumber())
         return self._stack.copy(), info
 
@@ -232,7 +241,10 @@ class AtariPreprocessing(gym.Wrapper):
             terminated = True
         self._lives = lives
         self._steps += 1
+        self._frames += frames
         if self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
+            truncated = truncated or not terminated
+        if self.max_episode_frames is not None and self._frames >= self.max_episode_frames:
             truncated = truncated or not terminated
         raw = reward
         if self.clip_rewards:
@@ -250,7 +262,8 @@ def make_atari_env(env_cfg: EnvConfig, *, training: bool) -> gym.Env:
             the keys this function controls (``frameskip``, ``repeat_action_probability``,
             ``full_action_space``, ``obs_type``).
         training: Training env (reward clipping and life-loss termination as configured) or an
-            evaluation env (never clipped, episodes end only at game over or the step cap).
+            evaluation env (never clipped, episodes end only at game over or the cap: the frame
+            cap ``eval_max_episode_frames`` when set, else the step cap ``max_episode_steps``).
 
     Returns:
         The env; observations (frame_stack, screen_size, screen_size) uint8, ``Discrete`` actions.
@@ -268,6 +281,8 @@ def make_atari_env(env_cfg: EnvConfig, *, training: bool) -> gym.Env:
         obs_type="grayscale",
         **kwargs,
     )
+    eval_frames = getattr(env_cfg, "eval_max_episode_frames", None)
+    frame_cap = None if training or eval_frames is None else int(eval_frames)
     return AtariPreprocessing(
         env,
         frame_skip=env_cfg.frame_skip,
@@ -276,5 +291,6 @@ def make_atari_env(env_cfg: EnvConfig, *, training: bool) -> gym.Env:
         frame_stack=env_cfg.frame_stack,
         clip_rewards=training and env_cfg.clip_rewards,
         terminal_on_life_loss=training and env_cfg.terminal_on_life_loss,
-        max_episode_steps=env_cfg.max_episode_steps,
+        max_episode_steps=env_cfg.max_episode_steps if frame_cap is None else None,
+        max_episode_frames=frame_cap,
     )

@@ -167,6 +167,29 @@ def _ale_variants(env_cfg: DictConfig) -> str:
     return f"; allowed: mode in {modes}, difficulty in {difficulties}"
 
 
+#: ALE v5's own episode cap in emulator frames (30 minutes of play): the paper's evaluation cap.
+ALE_MAX_EPISODE_FRAMES = 108_000
+
+
+@register_check
+def check_eval_frame_cap(cfg: DictConfig) -> None:
+    """``env.eval_max_episode_frames`` is an Atari evaluation cap, at most ALE's own 108,000 frames."""
+    cap = cfg.env.get("eval_max_episode_frames")
+    if cap is None:
+        return
+    if cfg.env.kind != "atari":
+        raise ConfigError(
+            f"env.eval_max_episode_frames={cap}: an evaluation cap in emulator frames applies to Atari "
+            f"only (env.kind={cfg.env.kind!r}); allowed: null (use env.max_episode_steps)"
+        )
+    limit = int((cfg.env.get("kwargs") or {}).get("max_num_frames_per_episode", ALE_MAX_EPISODE_FRAMES))
+    if not 1 <= int(cap) <= limit:
+        raise ConfigError(
+            f"env.eval_max_episode_frames={cap}: ALE ends every episode at {limit:,} frames; "
+            f"allowed: null or an integer in [1, {limit}] (the paper's cap: {ALE_MAX_EPISODE_FRAMES})"
+        )
+
+
 @register_check
 def check_env_dynamics(cfg: DictConfig) -> None:
     """``env.dynamics`` names settings the environment has, with values in range.
