@@ -14,7 +14,6 @@ from esbench.analysis.coverage import ratio_coverage
 from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
 from esbench.analysis.table1 import load_mujoco_reference, table1_paper
-from esbench.analysis.table2 import win_count_interval
 from esbench.analysis.verdicts import (
     CONTRADICTED,
     SIDE_CONFIDENCE,
@@ -236,16 +235,6 @@ def _atari_runs(games: dict[str, tuple[list[float], list[float]]]) -> pd.DataFra
         for v in values
     ]
     return pd.DataFrame(rows)
-
-
-def test_win_count_interval_by_hand() -> None:
-    """Game A always won, B always lost; on C the ES mean resamples to 0, 5 or 10 (1/4, 1/2, 1/4)
-    and A2C's to 4, 5 or 6, so C is won with probability 1/4 + 1/2 x 1/4 = 3/8 (lost on all seeds:
-    5 is not > 5). Wins: 1, interval [1, 2]."""
-    runs = _atari_runs({"A": ([10, 12], [1, 2]), "B": ([0, 0], [5, 6]), "C": ([0, 10], [4, 6])})
-    assert win_count_interval(runs, np.random.default_rng(0), "openai_es") == (1, 1.0, 2.0, 3, 2)
-    single = _atari_runs({"A": ([10], [1, 2])})
-    assert win_count_interval(single, np.random.default_rng(0), "openai_es")[4] == 1
 
 
 def test_table2_report_labels_its_question_and_decides_the_claim(tmp_path: Path) -> None:

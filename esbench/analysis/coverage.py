@@ -14,6 +14,8 @@ how often each of esbench's interval methods does, on simulated data with a know
   run-to-run jitter;
 * a difference of two means (:func:`esbench.analysis.stats.welch_ci`, Welch's t: the ES family
   table and the retention claim);
+* Table 2's claim, ES's share of the decided games won (:func:`esbench.analysis.table2.win_share_interval`,
+  percentile bootstrap over seeds per game and side; ties are neither wins nor losses);
 * the IQM across tasks (:func:`esbench.analysis.stats.iqm_ci`, stratified bootstrap);
 * a median over seeds (the wall-clock time to a common score,
   :mod:`esbench.analysis.time_to_score`: percentile bootstrap of the median). Distribution-free, it
@@ -118,33 +120,6 @@ def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
     return hits / n_datasets
 
 
-def win_count_coverage(n: int, n_games: int = 10, n_datasets: int = 200, seed: int = 0) -> float:
-    """Coverage of Table 2's win-count interval (:func:`esbench.analysis.table2.win_count_interval`,
-    percentile bootstrap) over ``n_games`` games, n seeds a side: each game's true ES-minus-A2C
-    difference of means is spread evenly over [-1.5, 1.5] seed standard deviations, so ES truly
-    wins half the games."""
-    from esbench.analysis.table2 import win_count_interval
-
-    rng = np.random.default_rng(seed)
-    effects = np.linspace(-1.5, 1.5, n_games)
-    truth = int(np.sum(effects > 0))
-    games = np.repeat([f"g{i}" for i in range(n_games)], n)
-    hits = 0
-    for _ in range(n_datasets):
-        es = effects[:, None] + rng.standard_normal((n_games, n))
-        rl = rng.standard_normal((n_games, n))
-        runs = pd.DataFrame(
-            {
-                "env_id": np.concatenate([games, games]),
-                "algo": ["openai_es"] * es.size + ["a2c"] * rl.size,
-                "final_eval_return": np.concatenate([es.ravel(), rl.ravel()]),
-            }
-        )
-        _, low, high, _, _ = win_count_interval(runs, rng, "openai_es")
-        hits += bool(low <= truth <= high)
-    return hits / n_datasets
-
-
 def efficiency_coverage(n: int, skewed: bool = False, n_datasets: int = 2000, seed: int = 0) -> float:
     """Coverage of :func:`~esbench.analysis.scaling.efficiency_interval` (on throughput) at n seeds.
 
@@ -179,7 +154,8 @@ def win_share_coverage(
 ) -> float:
     """Coverage of Table 2's claim interval (:func:`esbench.analysis.table2.win_share_interval`: ES's
     share of the decided games, percentile bootstrap, a tie neither a win nor a loss) over
-    ``n_games`` games as :func:`win_count_coverage` draws them (ES truly wins half), plus
+    ``n_games`` games whose true ES - A2C effects are spread evenly over [-1.5, 1.5] (unit-normal
+    seeds on each side, so ES truly wins half), plus
     ``n_ties`` games both sides score 0 on at every seed (ties in every resample): true share 1/2."""
     from esbench.analysis.table2 import win_share_interval
 
@@ -277,11 +253,6 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
            "data": "lognormal times", "used": True, "datasets": 500}  # fmt: skip
     for n in seeds:
         row[f"n={n}"] = median_coverage(n)
-    rows.append(row)
-    row = {"statistic": "Table 2 win count over 10 games", "method": "percentile bootstrap",
-           "data": "normal, true wins 5 of 10", "used": True, "datasets": 200}  # fmt: skip
-    for n in seeds:
-        row[f"n={n}"] = win_count_coverage(n)
     rows.append(row)
     row = {"statistic": "Table 2 share of decided games won (10 games + 2 ties)",
            "method": "percentile bootstrap", "data": "normal, true share 1/2", "used": True,

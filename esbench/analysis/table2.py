@@ -197,43 +197,6 @@ def count_wins(es_scores: ArrayLike, rl_scores: ArrayLike) -> tuple[int, int]:
     return wins, losses
 
 
-def win_count_interval(
-    runs: pd.DataFrame, rng: np.random.Generator, es_algo: str, rl_algo: str = "a2c"
-) -> tuple[int, float, float, int, int]:
-    """ES's win count over the games both sides ran, with a 95% percentile bootstrap interval.
-
-    Per resample, each game's seeds are resampled with replacement on each side independently
-    (one seeded Generator, games in sorted order), the means compared (a win is strictly higher,
-    as the paper counts), and the wins summed over games.
-
-    Args:
-        runs: Complete runs (``env_id``, ``algo``, ``final_eval_return``).
-        rng: Generator of the resamples.
-        es_algo: The ES algorithm.
-        rl_algo: The baseline.
-
-    Returns:
-        (wins, low, high, n_games, min_seeds): the wins of the means over all seeds, the interval
-        of the win count, the games counted, and the fewest seeds any game has on either side.
-    """
-    from esbench.analysis.verdicts import percentile_interval, resample_means
-
-    wins, draws, seeds = 0, None, []
-    for _, env in runs.groupby("env_id", sort=True):
-        es = env[env["algo"] == es_algo]["final_eval_return"].to_numpy(float)
-        rl = env[env["algo"] == rl_algo]["final_eval_return"].to_numpy(float)
-        if not len(es) or not len(rl):
-            continue
-        wins += int(es.mean() > rl.mean())
-        won = (resample_means(es, rng) > resample_means(rl, rng)).astype(int)
-        draws = won if draws is None else draws + won
-        seeds += [len(es), len(rl)]
-    if draws is None:
-        return 0, float("nan"), float("nan"), 0, 0
-    low, high = percentile_interval(draws)
-    return wins, low, high, len(seeds) // 2, min(seeds)
-
-
 @dataclass(frozen=True)
 class WinShare:
     """ES's share of the decided games (wins over wins + losses; ties are neither), with its
@@ -264,7 +227,7 @@ def win_share_interval(
     """ES's share of the decided games against ``rl_algo`` and its 95% percentile bootstrap interval.
 
     Per resample each game's seeds are resampled with replacement on each side independently
-    (one seeded Generator, games in sorted order, as :func:`win_count_interval`), the means
+    (one seeded Generator, games in sorted order), the means
     compared with :func:`outcome`'s rule (a tie is neither a win nor a loss), and the share of
     wins among that resample's decided games taken; resamples with no decided game are left out.
 
