@@ -181,3 +181,25 @@ def test_welch_ci_matches_scipy_and_covers_95_percent() -> None:
     assert np.isnan(welch_ci(np.array([1.0]), b)[1])
     for n in (3, 5, 10):
         assert 0.93 <= difference_coverage(n) <= 0.97
+
+
+def _sample(n: int, mean: float, sd: float) -> np.ndarray:
+    """n values with exactly this mean and sample standard deviation."""
+    z = np.linspace(-1.0, 1.0, n)
+    return mean + sd * (z - z.mean()) / z.std(ddof=1)
+
+
+def test_seeds_to_decide_is_where_welchs_interval_first_excludes_zero() -> None:
+    from esbench.analysis.stats import seeds_to_decide, welch_ci
+
+    a, b = _sample(3, 1.0, 1.0), _sample(3, 1.5, 2.0)
+    n = seeds_to_decide(a, b)
+    assert np.isfinite(n) and n > 3
+    n = int(n)
+    _, low, high = welch_ci(_sample(n, 1.0, 1.0), _sample(n, 1.5, 2.0))
+    assert high < 0  # decided at n seeds per side, with the measured difference and spreads
+    _, low, high = welch_ci(_sample(n - 1, 1.0, 1.0), _sample(n - 1, 1.5, 2.0))
+    assert low <= 0 <= high  # and not one seed earlier
+    assert np.isnan(seeds_to_decide(a, a))  # no difference: no number of seeds decides it
+    assert np.isnan(seeds_to_decide(a[:1], b))  # one seed: no spread measured
+    assert seeds_to_decide(np.ones(3), np.zeros(3)) == 2  # no spread: decided at once

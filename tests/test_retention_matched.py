@@ -82,6 +82,11 @@ def test_matched_gain_decides_es_forgets_more_at_the_gain_both_reach() -> None:
     d, low, high = welch_diff_ci([0.6, 0.58, 0.56], [0.95, 0.94, 0.93])
     assert (row["difference"], row["low"], row["high"]) == pytest.approx((d, low, high))
     assert row["verdict"] == "supported" and high < 0
+    assert row["seeds_to_decide"] <= 3  # decided already: a planning number within the seeds run
+    # The same effect with much more spread between seeds: undecided at 3, and how many would do.
+    noisy = [_curves("openai_es", s, [0.8 - d, 0.4 - d], [0.3, 0.9]) for s, d in enumerate([0.0, 0.3, -0.3])]
+    row = matched_gain_claims(gain_paths(pd.concat([*noisy, *rl], ignore_index=True)), FAMILY).iloc[0]
+    assert row["verdict"] == "undecided" and row["seeds_to_decide"] > 3
 
 
 def test_no_gain_to_match_is_undecided_and_awd_and_population_pairs_are_compared() -> None:

@@ -187,13 +187,15 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
     """
     rows: list[dict[str, object]] = []
     for r in claims.itertuples():
+        reading = "" if r.matched_gain > 0 else "no task-B gain to match: some run never improved"
+        if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
+            reading = f"decided at {int(r.seeds_to_decide)} seeds per side at this effect and spread"
         rows.append(
             {
                 "decision": r.claim, "sequence": r.sequence, "a": r.a, "b": r.b,
                 "measure": "task-A retention at matched gain, a - b", "matched_gain": r.matched_gain,
                 "value": r.difference, "low": r.low, "high": r.high, "n_a": r.n_a, "n_b": r.n_b,
-                "reading": "" if r.matched_gain > 0 else "no task-B gain to match: some run never improved",
-                "verdict": r.verdict,
+                "reading": reading, "verdict": r.verdict,
             }
         )  # fmt: skip
     for r in transient.itertuples():

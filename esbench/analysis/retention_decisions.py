@@ -19,6 +19,7 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.retention_matched import (
+    UNDECIDED,
     GainPath,
     gain_paths,
     matched_gain_claims,
@@ -67,6 +68,13 @@ def transient_cells(transient: pd.DataFrame) -> dict[str, list[str]]:
         title: [_cell(*v) for v in transient[[col, f"{col}_low", f"{col}_high"]].to_numpy()]
         for title, col in columns
     }
+
+
+def _seeds_cell(seeds: float, verdict: str) -> str:
+    """The "Seeds to decide" cell: only for an undecided claim, "—" when no number of seeds would."""
+    if verdict != UNDECIDED:
+        return ""
+    return str(int(seeds)) if np.isfinite(seeds) else "—"
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -180,6 +188,10 @@ def matched_gain_section(
                     for d, lo, hi in zip(claims["difference"], claims["low"], claims["high"], strict=True)
                 ],
                 "Verdict": claims["verdict"],
+                "Seeds to decide": [
+                    _seeds_cell(v, r)
+                    for v, r in zip(claims["seeds_to_decide"], claims["verdict"], strict=True)
+                ],
             }
         )
         written = write_table(
@@ -191,7 +203,8 @@ def matched_gain_section(
             notes="Difference of mean retention at the matched gain, Welch t 95% interval (independent "
             "seeds, unequal variances). ES forgets more: supported when the interval lies below 0. "
             "Population, AWD: supported when above 0. Undecided when it holds 0, or the matched gain is "
-            "not above 0 (no gain to match).",
+            "not above 0 (no gain to match). Seeds to decide (undecided rows): seeds per side at which the "
+            "interval would exclude 0 if the difference and each side's spread stayed as measured.",
         )
         body.append(_table_md(written, root))
         for r in claims.itertuples():
@@ -201,6 +214,8 @@ def matched_gain_section(
                 f"{condition_label(r.b)} {fmt_num(r.retention_b, 3)} ({r.n_b} seeds); difference "
                 f"{_cell(r.difference, r.low, r.high)}"
             )
+            if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
+                ours += f"; decided at {int(r.seeds_to_decide)} seeds per side at this effect and spread"
             claim_rows.append(
                 f"| {r.sequence}: {CLAIM_TEXT[r.claim]} | {CLAIM_SOURCE[r.claim]} | {ours} | {r.verdict} |"
             )

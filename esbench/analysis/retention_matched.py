@@ -51,7 +51,7 @@ import pandas as pd
 
 from esbench.analysis.retention import LAST_K, score_matrix
 from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
-from esbench.analysis.stats import mean_ci, welch_ci
+from esbench.analysis.stats import mean_ci, seeds_to_decide, welch_ci
 
 #: Verdicts of a claim decided by an interval.
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
@@ -85,6 +85,7 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "n_a",
     "n_b",
     "verdict",
+    "seeds_to_decide",
 )
 
 
@@ -272,6 +273,7 @@ def matched_gain_claims(
                     "n_a": len(ya),
                     "n_b": len(yb),
                     "verdict": verdict(low, high, below) if g_star > 0 else UNDECIDED,
+                    "seeds_to_decide": seeds_to_decide(ya, yb) if g_star > 0 else float("nan"),
                 }
             )
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))

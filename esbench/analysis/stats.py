@@ -177,6 +177,32 @@ def welch_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> tuple[fl
     return diff, diff - half, diff + half
 
 
+def seeds_to_decide(a: np.ndarray, b: np.ndarray, confidence: float = 0.95, max_seeds: int = 1000) -> float:
+    """Seeds per side at which :func:`welch_ci` of ``mean(a) - mean(b)`` would exclude 0, if the
+    difference and each side's spread stayed as measured (a planning number, not a promise).
+
+    Returns:
+        The smallest n (the same on both sides) whose Welch interval, at the measured difference
+        and variances, excludes 0; NaN when a side has fewer than 2 values, the difference is 0,
+        or no n up to ``max_seeds`` suffices.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    diff = abs(float(a.mean() - b.mean()))
+    va, vb = float(a.var(ddof=1)), float(b.var(ddof=1))
+    if diff == 0.0:
+        return float("nan")
+    if va + vb == 0.0:
+        return 2.0
+    for n in range(2, max_seeds + 1):
+        se2 = (va + vb) / n
+        df = se2**2 / ((va / n) ** 2 / (n - 1) + (vb / n) ** 2 / (n - 1))
+        if float(stats.t.ppf(0.5 + confidence / 2.0, df)) * np.sqrt(se2) < diff:
+            return float(n)
+    return float("nan")
+
+
 def _draw(dist: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     if dist == "normal":
         return rng.standard_normal(shape)
