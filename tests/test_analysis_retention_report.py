@@ -27,6 +27,7 @@ import pytest
 
 from esbench.analysis.cli import main
 from esbench.analysis.report import build_report
+from esbench.analysis.report_check import check_report
 from esbench.analysis.retention_behaviour import Probes, write_probes
 from esbench.analysis.retention_report import (
     analyse_retention,
@@ -467,3 +468,22 @@ def test_behavioural_distance_reaches_the_report_with_kl_only_for_sampling_polic
     assert table.loc[table["algo"] == "openai_es", "kl_both_stochastic_mean"].isna().all()
     assert "### Behavioural distance on one scale" in (out / "REPORT.md").read_text()
     assert (out / "data" / "runs").is_dir() and list((out / "data" / "runs").rglob("probes.npz"))
+
+
+def test_snapshots_over_the_size_limit_stay_in_the_run_directory(tmp_path: Path) -> None:
+    """A report's data/ ships a run's files up to MAX_SHIPPED_RUN_FILE_BYTES: a large model's
+    snapshots stay with the run, and the report built from data/ says why that run has no drift."""
+    from esbench.analysis.report_data import MAX_SHIPPED_RUN_FILE_BYTES
+
+    runs = _store(tmp_path / "runs")
+    seq = runs / "retention" / "openai_es-pair-seq-w1-s1"
+    big = np.random.default_rng(0).standard_normal((3, MAX_SHIPPED_RUN_FILE_BYTES // 8)).astype(np.float32)
+    np.savez(seq / "snapshots.npz", params=big)  # over the limit (the layout does not matter here)
+    assert (seq / "snapshots.npz").stat().st_size > MAX_SHIPPED_RUN_FILE_BYTES
+    report = build_report("retention", runs, tmp_path / "paper")
+    data = report.parent / "data" / "runs"
+    assert not (data / seq.name / "snapshots.npz").exists()
+    assert (data / "openai_es-pair-seq-w1-s0" / "snapshots.npz").is_file()  # a small one ships
+    why = "no drift (no snapshots.npz; a report's data/ ships none over 1 MB, the run directory keeps it)"
+    assert f"openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): {why}" in report.read_text()
+    assert check_report(report.parent).ok

@@ -109,9 +109,16 @@ def _json_text(data: Any) -> str:
     return json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n"
 
 
+#: The largest run file a report's ``data/`` ships: a language model's or an Atari CNN's parameter
+#: snapshots (12.7 MB per run for the default 1M-parameter model) stay in the run directory, so
+#: a committed report stays a few megabytes; the analysis then notes the run's drift as not shipped.
+MAX_SHIPPED_RUN_FILE_BYTES = 1_000_000
+
+
 def _copy_runs(results: Results, out: Path, run_files: Sequence[str]) -> Results:
-    """Copy ``run_files`` of each run to ``out/runs/<run_id>/``; the results with ``path`` (in the
-    run table and the unreadable table) naming the copy, relative to ``out``."""
+    """Copy ``run_files`` of each run to ``out/runs/<run_id>/`` (each up to
+    :data:`MAX_SHIPPED_RUN_FILE_BYTES`); the results with ``path`` (in the run table and the
+    unreadable table) naming the copy, relative to ``out``."""
     moved: dict[str, str] = {}
     for run_id, path in zip(results.runs["run_id"], results.runs["path"], strict=True):
         rel = f"runs/{run_id}"
@@ -119,8 +126,9 @@ def _copy_runs(results: Results, out: Path, run_files: Sequence[str]) -> Results
             raise ReportDataError(f"two runs with run id {run_id!r}: cannot ship both")
         (out / rel).mkdir(parents=True)
         for name in run_files:
-            if (Path(path) / name).is_file():
-                shutil.copyfile(Path(path) / name, out / rel / name)
+            source = Path(path) / name
+            if source.is_file() and source.stat().st_size <= MAX_SHIPPED_RUN_FILE_BYTES:
+                shutil.copyfile(source, out / rel / name)
         moved[str(path)] = rel
     runs = results.runs.assign(path=[moved[str(p)] for p in results.runs["path"]])
     unreadable = results.unreadable.assign(path=[moved.get(str(p), p) for p in results.unreadable["path"]])

@@ -51,6 +51,7 @@ from esbench.analysis.load import (
     read_metrics,
     read_summary,
 )
+from esbench.analysis.report_data import MAX_SHIPPED_RUN_FILE_BYTES
 from esbench.analysis.retention import (
     LAST_K,
     NONE,
@@ -206,7 +207,10 @@ def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None
     """
     path = Path(run_dir) / SNAPSHOTS_FILE
     if not path.is_file():
-        return None, f"no {SNAPSHOTS_FILE}"
+        return None, (
+            f"no {SNAPSHOTS_FILE}; a report's data/ ships none over "
+            f"{MAX_SHIPPED_RUN_FILE_BYTES / 1e6:g} MB, the run directory keeps it"
+        )
     try:
         snaps = load_snapshots(path)
     except ValueError as e:
