@@ -1098,7 +1098,7 @@ def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
         section.claims = claims
     text = [f"# Retention report: {manifest.name}\n"]
     text.append(
-        "Retention and forgetting over task sequences (esbench issue #14), ES family against RL, from "
+        "Retention and forgetting over task sequences, ES family against RL, from "
         f"the runs under `{manifest.runs_dir}`. Bootstrap seed: {manifest.seed}.\n"
     )
     text += _revision_warnings(manifest)
