@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.retention import (
     NONE,
     SequenceCurves,
@@ -182,7 +183,7 @@ def test_zero_budget_stage_forgets_nothing_and_drifts_nothing() -> None:
     theta1 = np.array([0.5, -0.25, 0.125], dtype=np.float32)
     snapshots = np.stack([theta0, theta1, theta1])  # start of A, start of B (= end of A), final
     table = run_retention(
-        curves, np.array([0.0, 0.0]), np.array([100.0, 10.0]), snapshots=snapshots, last_k=5
+        curves, np.array([0.0, 0.0]), np.array([100.0, 10.0]), drift=SnapshotDrift.of(snapshots), last_k=5
     )
     value = table.set_index(["stage_index", "during", "layer", "metric"])["value"]
     assert value[(0, NONE, NONE, "forgetting")] == 0.0

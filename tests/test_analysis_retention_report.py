@@ -32,12 +32,13 @@ from esbench.analysis.retention_behaviour import Probes, write_probes
 from esbench.analysis.retention_report import (
     analyse_retention,
     mean_reference,
-    read_snapshots,
+    read_snapshot_drift,
     scan_sequence_runs,
 )
 from esbench.analysis.wandb_report import log_report_to_wandb
 from esbench.policies.distribution import gaussian
 from esbench.recipes import all_jobs, get_recipe, sequence_shape
+from esbench.tracking.schema import SNAPSHOT_DRIFT_FILE
 from esbench.utils.layout import Block
 from tests.conftest import esbench
 from tests.synthetic_store import write_sequence_run
@@ -234,6 +235,7 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
     runs = _store(tmp_path / "runs")
     seq = runs / "retention" / "openai_es-pair-seq-w1-s1"
     (seq / "snapshots.npz").write_bytes(b"PK\x03\x04 cut")
+    (seq / SNAPSHOT_DRIFT_FILE).write_text("from_row,to_row\n0,")  # cut too: nothing to fall back on
     # A sequence run without the timestep-0 evaluation cannot be normalized.
     write_sequence_run(
         runs, "retention", "trpo", "pair", 1, STAGES, _sequence_points(9.0)[1:], snapshots=SNAPS
@@ -246,8 +248,8 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
         write_sequence_run(
             runs, "retention", "ppo", "pair", 0, STAGES, _reference_points(stage), only_stage=k
         )
-    snaps, why = read_snapshots(seq, 2)
-    assert snaps is None and "snapshots.npz unreadable" in why
+    drift, why = read_snapshot_drift(seq, 2)
+    assert drift is None and "snapshots.npz unreadable" in why
     report = build_report("retention", runs, tmp_path / "paper").read_text()
     assert "openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): no drift (snapshots.npz unreadable" in report
     assert "trpo/pair seed 1 (trpo-pair-seq-w1-s1): no evaluation at timestep 0" in report
@@ -472,18 +474,40 @@ def test_behavioural_distance_reaches_the_report_with_kl_only_for_sampling_polic
 
 def test_snapshots_over_the_size_limit_stay_in_the_run_directory(tmp_path: Path) -> None:
     """A report's data/ ships a run's files up to MAX_SHIPPED_RUN_FILE_BYTES: a large model's
-    snapshots stay with the run, and the report built from data/ says why that run has no drift."""
+    snapshots stay with the run, the drift table the run wrote beside them ships instead, and the
+    report rebuilt from data/ has the same drift, per layer too, to the last digit."""
     from esbench.analysis.report_data import MAX_SHIPPED_RUN_FILE_BYTES
+    from esbench.training.ruler import write_snapshots
 
     runs = _store(tmp_path / "runs")
     seq = runs / "retention" / "openai_es-pair-seq-w1-s1"
-    big = np.random.default_rng(0).standard_normal((3, MAX_SHIPPED_RUN_FILE_BYTES // 8)).astype(np.float32)
-    np.savez(seq / "snapshots.npz", params=big)  # over the limit (the layout does not matter here)
+    n = MAX_SHIPPED_RUN_FILE_BYTES // 8
+    big = np.random.default_rng(0).standard_normal((3, n)).astype(np.float32)
+    layout = (Block(0, (n // 2,)), Block(n // 2, (n - n // 2,)))
+    write_snapshots(
+        seq / "snapshots.npz", list(big), list(STAGES), [100, 200], layout=layout
+    )  # the real writer
     assert (seq / "snapshots.npz").stat().st_size > MAX_SHIPPED_RUN_FILE_BYTES
     report = build_report("retention", runs, tmp_path / "paper")
     data = report.parent / "data" / "runs"
     assert not (data / seq.name / "snapshots.npz").exists()
+    assert (data / seq.name / SNAPSHOT_DRIFT_FILE).is_file()  # a few kB: ships
     assert (data / "openai_es-pair-seq-w1-s0" / "snapshots.npz").is_file()  # a small one ships
-    why = "no drift (no snapshots.npz; a report's data/ ships none over 1 MB, the run directory keeps it)"
+    assert "openai_es-pair-seq-w1-s1): no drift" not in report.read_text()
+    # The drift the analysis takes from the shipped table is the drift of the snapshots themselves.
+    from_data, why = read_snapshot_drift(data / seq.name, 2)
+    assert why == "" and from_data is not None
+    expected = big[2].astype(np.float64) - big[1].astype(np.float64)
+    assert from_data.whole(1, 2)["l2"] == np.linalg.norm(expected)
+    per_layer = from_data.layers(1, 2).set_index("layer")["l2"]
+    assert per_layer[1] == np.linalg.norm(expected[n // 2 :])
+    assert check_report(report.parent).ok
+    # Without the table (a run from before it), the report from data/ says why that run has no drift.
+    (seq / SNAPSHOT_DRIFT_FILE).unlink()
+    report = build_report("retention", runs, tmp_path / "paper")
+    why = (
+        f"no drift (no {SNAPSHOT_DRIFT_FILE} and no snapshots.npz; a report's data/ ships no snapshots "
+        "over 1 MB, the run directory keeps them)"
+    )
     assert f"openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): {why}" in report.read_text()
     assert check_report(report.parent).ok

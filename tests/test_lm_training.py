@@ -144,6 +144,19 @@ def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Pa
 
     snaps = load_snapshots(only_run_dir(tmp_path) / "snapshots.npz")
     assert snaps.params.shape[0] == 3  # the initial weights, the prior (the start of B), the final ones
+    # Per-tensor drift, named, beside the snapshots (what a report ships instead of them).
+    from esbench.analysis.drift import load_snapshot_drift
+    from esbench.analysis.lm_retention import layer_group
+
+    drift = load_snapshot_drift(only_run_dir(tmp_path) / "snapshot_drift.csv")
+    assert drift.n_rows == 3 and snaps.names and len(snaps.names) == len(snaps.layout or ())
+    task_b = drift.layers(1, 2)
+    assert list(task_b["name"]) == list(snaps.names)
+    groups = {layer_group(n) for n in task_b["name"]}
+    assert {"embed_tokens", "layer 0", "norm"} <= groups
+    delta = snaps.params[2].astype(np.float64) - snaps.params[1].astype(np.float64)
+    assert drift.whole(1, 2)["l2"] == np.linalg.norm(delta) > 0  # ES moved the prior
+    assert np.sqrt((task_b["l2"] ** 2).sum()) == pytest.approx(np.linalg.norm(delta), rel=1e-12)
     curves = sequence_curves(metrics, summary["stages"], summary["stage_boundaries"])
     assert curves is not None
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 from stable_baselines3 import PPO
 
+from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.retention import load_snapshots
 from esbench.analysis.retention_behaviour import (
     DRIFT_AFTER,
@@ -136,7 +137,9 @@ def test_own_update_and_drift_after_are_separate_rows(tmp_path: Path) -> None:
     probes = _two_stage_probes()
     snaps = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 3.0]])
     write_probes(tmp_path / PROBES_FILE, probes)
-    rows = behaviour_rows(load_probes(tmp_path / PROBES_FILE), snaps).set_index(["kind", "stage"])
+    rows = behaviour_rows(load_probes(tmp_path / PROBES_FILE), SnapshotDrift.of(snaps)).set_index(
+        ["kind", "stage"]
+    )
     assert list(rows.index) == [(OWN_UPDATE, "a"), (DRIFT_AFTER, "a"), (OWN_UPDATE, "b")]
     own_a, after_a, own_b = (rows.loc[k] for k in rows.index)
     assert own_a["rms_action_change"] == pytest.approx(math.sqrt((0.4**2 + 0.0) / 2))
@@ -149,7 +152,10 @@ def test_own_update_and_drift_after_are_separate_rows(tmp_path: Path) -> None:
     assert (after_a["to_stage"], bool(after_a["to_end"]), bool(own_a["to_end"])) == ("b", True, False)
     # Over seeds: two seeds give a Student-t interval; the display keeps the kinds apart.
     per_run = pd.concat(
-        [behaviour_rows(probes, snaps).assign(algo="openai_es", sequence="s", seed=s) for s in (0, 1)]
+        [
+            behaviour_rows(probes, SnapshotDrift.of(snaps)).assign(algo="openai_es", sequence="s", seed=s)
+            for s in (0, 1)
+        ]
     )
     per_run.loc[per_run["seed"] == 1, "rms_action_change"] += 0.1
     table = behaviour_table(per_run)
@@ -176,7 +182,7 @@ def test_a_smoke_sequence_run_writes_its_probes(tmp_path: Path) -> None:
     states = load_stage_states(run / PROBE_STATES_FILE)
     assert [s.stage for s in states] == list(probes.stages)
     assert all(0 < len(s.states) <= 256 for s in states)
-    rows = behaviour_rows(probes, load_snapshots(run / "snapshots.npz").params)
+    rows = behaviour_rows(probes, SnapshotDrift.of(load_snapshots(run / "snapshots.npz").params))
     assert [(r.kind, r.stage_index, r.to_index) for r in rows.itertuples()] == [
         (OWN_UPDATE, 0, 0), (DRIFT_AFTER, 0, 1), (OWN_UPDATE, 1, 1),
     ]  # fmt: skip
@@ -197,7 +203,7 @@ def test_an_rl_sequence_run_writes_stochastic_probes(tmp_path: Path) -> None:
     run = only_run_dir(tmp_path)
     probes = load_probes(run / PROBES_FILE)
     assert probes.stochastic and probes.low is None  # Discrete actions: no bounds
-    rows = behaviour_rows(probes, load_snapshots(run / "snapshots.npz").params)
+    rows = behaviour_rows(probes, SnapshotDrift.of(load_snapshots(run / "snapshots.npz").params))
     assert list(rows["kind"]) == [OWN_UPDATE, DRIFT_AFTER, OWN_UPDATE]
     values = rows[["rms_action_change", "rms_param_change", KL_STOCHASTIC]].to_numpy()
     assert np.isfinite(values).all() and (values >= 0).all()

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.retention import load_snapshots, param_drift, run_retention, sequence_curves
 from esbench.tracking.schema import METRIC_COLUMNS
 from esbench.training.drift import DRIFT_COLUMNS, KL_COLUMN, load_stage_states
@@ -154,13 +155,15 @@ def test_zero_budget_so_far_gives_zero_drift_and_zero_forgetting(es_sequence: Pa
     assert curves.boundaries.tolist() == [t0, t0]  # a stage without rows ends where the last did
     at_boundary = np.stack([snaps.params[0], snaps.params[1], snaps.params[1]])
     r_random = curves.returns[:, 0]
-    table = run_retention(curves, r_random, r_random + 100.0, snapshots=at_boundary, last_k=1)
+    table = run_retention(curves, r_random, r_random + 100.0, drift=SnapshotDrift.of(at_boundary), last_k=1)
     value = table.set_index(["stage_index", "metric"])["value"]
     assert value[(0, "forgetting")] == 0.0
     assert value[(0, "drift_l2")] == 0.0 and value[(0, "drift_sparsity@1e-06")] == 1.0
     assert value[(0, "update_l2")] > 0  # stage 0 did train: the zeros are not vacuous
     # And in the full run, stage 1's training is what moves stage 0: drift > 0 once it has trained.
-    full = run_retention(sequence_curves(metrics, STAGES), r_random, r_random + 100.0, snapshots=snaps.params)
+    full = run_retention(
+        sequence_curves(metrics, STAGES), r_random, r_random + 100.0, drift=SnapshotDrift.of(snaps.params)
+    )
     assert full.set_index(["stage_index", "metric"])["value"][(0, "drift_l2")] > 0
 
 

@@ -35,18 +35,27 @@ The other side (Schweighofer et al. 2026) is decided on the same measures, one r
 * **Anchored Weight Decay**: ``<es>+awd`` against the same learner without it; supported above 0.
 
 A decision whose conditions the runs lack is listed as ``not tested``, naming what is missing.
+
+**Parameter drift per layer** (:func:`lm_layer_drift`, Abdi, Gupta et al. 2026's per-layer
+view): task B's own update, from the task-A model to the model the stage ends with, per
+transformer layer (its tensors pooled: the Frobenius norm over the layer, relative to the layer's
+norm in the task-A model, and the update sparsity), from the drift table each run writes beside
+its snapshots (:data:`~esbench.tracking.schema.SNAPSHOT_DRIFT_FILE`, shipped in the report's
+``data/``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
 from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label, transient_cells
 from esbench.analysis.retention_matched import (
     SUPPORTED,
@@ -56,7 +65,7 @@ from esbench.analysis.retention_matched import (
     matched_gain_table,
     transient_summary,
 )
-from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
+from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo, read_snapshot_drift
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of
@@ -119,6 +128,95 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+
+
+#: ``model.layers.3.self_attn.q_proj.weight`` (Llama), ``transformer.h.3.attn.c_attn.weight`` (GPT-2).
+_LAYER_RE = re.compile(r"(?:^|\.)(?:layers|h|blocks?)\.(\d+)\.")
+
+
+def layer_group(name: str) -> str:
+    """The transformer layer a parameter tensor belongs to (``"layer 3"``), or, outside the layers,
+    its module (``"embed_tokens"``, ``"norm"``, ``"lm_head"``)."""
+    m = _LAYER_RE.search(name)
+    if m:
+        return f"layer {int(m.group(1))}"
+    module = re.sub(r"\.(weight|bias)$", "", name)
+    return re.sub(r"^(model|transformer)\.", "", module) or name
+
+
+#: Columns of :func:`lm_layer_drift`.
+LAYER_DRIFT_COLUMNS: tuple[str, ...] = (
+    "algo", "sequence", "seed", "group", "size", "l2", "rel", "sparsity@1e-06", "sparsity@0.0001",
+)  # fmt: skip
+
+
+def lm_layer_drift(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Task B's own update per transformer layer, per complete LM sequence run.
+
+    The pair of snapshot rows is (K - 1, K): the start of the last (trained) stage, the task-A
+    model, to the run's final parameters; each run's per-tensor rows pooled by
+    :func:`layer_group` (:func:`~esbench.analysis.drift.pool_blocks`), plus the whole vector
+    (``group`` "all").
+
+    Returns:
+        (rows with columns :data:`LAYER_DRIFT_COLUMNS`, one line per run without per-layer drift
+        and why).
+    """
+    rows: list[pd.DataFrame] = []
+    missing: list[str] = []
+    for r in runs[runs["complete"]].itertuples():
+        run_dir = Path(str(r.path))
+        stages = list(json.loads((run_dir / SUMMARY_FILE).read_text())["stages"])
+        if len(stages) < 2:
+            continue
+        drift, why = read_snapshot_drift(run_dir, len(stages))
+        if drift is None:
+            missing.append(f"{r.run_id}: {why}")
+            continue
+        k = len(stages)
+        blocks = drift.layers(k - 1, k)
+        if blocks.empty:
+            missing.append(f"{r.run_id}: its snapshots have no layer layout")
+            continue
+        whole = drift.table[
+            (drift.table["from_row"] == k - 1)
+            & (drift.table["to_row"] == k)
+            & (drift.table["layer"] == WHOLE_VECTOR)
+        ]
+        pooled = pd.concat(
+            [pool_blocks(blocks, [layer_group(str(n)) for n in blocks["name"]]), pool_blocks(whole, ["all"])],
+            ignore_index=True,
+        )
+        rows.append(pooled.assign(algo=str(r.algo), sequence=str(r.sequence), seed=int(r.seed)))
+    if not rows:
+        return pd.DataFrame(columns=list(LAYER_DRIFT_COLUMNS)), missing
+    return pd.concat(rows, ignore_index=True)[list(LAYER_DRIFT_COLUMNS)], missing
+
+
+def layer_drift_table(per_run: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Mean over seeds and 95% Student-t interval (:func:`~esbench.analysis.stats.mean_ci`) of
+    each layer's Frobenius (``l2``) and relative (``rel``) update, per (sequence, condition, layer).
+
+    Returns:
+        Columns ``sequence``, ``algo``, ``group``, ``size``, ``n_seeds``, then ``<m>_mean``,
+        ``<m>_low``, ``<m>_high`` for ``m`` in ``l2``, ``rel``, ``sparsity@1e-06``; layers in
+        model order.
+    """
+    out: list[dict[str, object]] = []
+    for (sequence, algo), group in per_run.groupby(["sequence", "algo"], sort=True):
+        for name, rows in group.groupby("group", sort=False):
+            row: dict[str, object] = {
+                "sequence": sequence,
+                "algo": algo,
+                "group": name,
+                "size": int(rows["size"].iloc[0]),
+                "n_seeds": int(rows["seed"].nunique()),
+            }
+            for m in ("l2", "rel", "sparsity@1e-06"):
+                mean, low, high = mean_ci(rows[m].to_numpy(dtype=float), rng)
+                row.update({f"{m}_mean": mean, f"{m}_low": low, f"{m}_high": high})
+            out.append(row)
+    return pd.DataFrame(out)
 
 
 def lm_transient(points: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -474,4 +572,42 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
     body.append(
         f"![{caption}]({rel[0]})\n\n*{caption}* ([PDF]({rel[1]}); data: [CSV](tables/lm_points.csv))\n"
     )
+    body.append(_layer_drift_block(runs, root, rng))
     return body, claim_rows
+
+
+def _layer_drift_block(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> str:
+    """The "Parameter drift per layer" block: task B's own update per layer, conditions side by side."""
+    head = "### Parameter drift per layer\n\n"
+    per_run, missing = lm_layer_drift(runs)
+    note = "".join(f"- {m}\n" for m in missing)
+    if per_run.empty:
+        return head + "No run has per-layer drift:\n\n" + note
+    per_run.to_csv(root / "tables" / "lm_layer_drift_runs.csv", index=False)
+    table = layer_drift_table(per_run, rng)
+    algos = sorted(table["algo"].unique(), key=condition_label)
+    wide = table.pivot_table(index="group", columns="algo", values="rel_mean", sort=False)
+    display = pd.DataFrame({"Layer": list(wide.index)})
+    for algo in algos:
+        cells = table[table["algo"] == algo].set_index("group")
+        display[condition_label(algo)] = [
+            _cell(*(float(cells.loc[g, f"rel_{s}"]) for s in ("mean", "low", "high")))
+            if g in cells.index
+            else ""
+            for g in wide.index
+        ]
+    written = write_table(
+        table,
+        display,
+        root / "tables" / "lm_layer_drift",
+        caption="Task B's own update per layer, relative to the task-A model",
+        label="tab:lm_layer_drift",
+        notes="Per transformer layer (its weight tensors pooled) and outside the layers: the Frobenius norm "
+        "of the parameter change from the task-A model to the end of task B, divided by the layer's norm in "
+        "the task-A model; all: the whole vector. Mean over seeds, 95% Student-t intervals. The CSV adds the "
+        "Frobenius norm itself and the update sparsity (share of parameters that moved by at most 1e-6).",
+    )
+    text = (
+        head + "*Where in the network did task B's training move the weights?*\n\n" + _table_md(written, root)
+    )
+    return text + ("\nRuns without per-layer drift:\n\n" + note if note else "")

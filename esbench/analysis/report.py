@@ -113,6 +113,7 @@ from esbench.tracking.schema import (
     ENV_FILE,
     METRICS_FILE,
     PROBES_FILE,
+    SNAPSHOT_DRIFT_FILE,
     SNAPSHOTS_FILE,
     SUMMARY_FILE,
 )
@@ -1062,6 +1063,7 @@ RETENTION_RUN_FILES: tuple[str, ...] = (
     SUMMARY_FILE,
     ENV_FILE,
     SNAPSHOTS_FILE,
+    SNAPSHOT_DRIFT_FILE,
     PROBES_FILE,
 )
 

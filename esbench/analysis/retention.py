@@ -110,7 +110,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from esbench.analysis.drift import SPARSITY_THRESHOLDS, _delta, _drift_numbers, param_drift
+from esbench.analysis.drift import SPARSITY_THRESHOLDS, SnapshotDrift
+from esbench.analysis.drift import layer_drift as layer_drift  # re-exported
+from esbench.analysis.drift import param_drift as param_drift  # re-exported
 from esbench.analysis.drift import update_sparsity as update_sparsity  # re-exported
 from esbench.analysis.stats import IncompleteResultsError, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
@@ -538,12 +540,14 @@ class Snapshots:
         boundaries: ``T_k`` of the stages ended when the file was written, shape (n_ended,).
         stages: Stage names (empty when the file does not list them).
         layout: The vector's layer blocks, or None when the file has none.
+        names: The blocks' names (a language model's parameter names), or empty.
     """
 
     params: np.ndarray
     boundaries: np.ndarray
     stages: tuple[str, ...]
     layout: ParamLayout | None
+    names: tuple[str, ...] = ()
 
 
 def load_snapshots(path: str | Path) -> Snapshots:
@@ -581,32 +585,8 @@ def load_snapshots(path: str | Path) -> Snapshots:
         boundaries=np.asarray(arrays.get("boundaries", np.empty(0)), dtype=float),
         stages=tuple(str(v) for v in arrays.get("stages", np.empty(0, dtype=str))),
         layout=layout,
+        names=tuple(str(v) for v in arrays.get("layout_names", np.empty(0, dtype=str))) if layout else (),
     )
-
-
-def layer_drift(
-    current: np.ndarray,
-    snapshot: np.ndarray,
-    layout: ParamLayout,
-    thresholds: Sequence[float] = SPARSITY_THRESHOLDS,
-) -> pd.DataFrame:
-    """:func:`param_drift` per block of ``layout``.
-
-    Returns:
-        One row per block: ``layer`` (block index), ``shape``, ``size``, ``l2``, ``rel``,
-        ``sparsity@<τ>``.
-
-    Raises:
-        ValueError: ``layout`` does not tile the vector.
-    """
-    delta, ref = _delta(current, snapshot)
-    check_layout(layout, delta.size)
-    rows = []
-    for n, block in enumerate(layout):
-        cut = slice(block.start, block.stop)
-        numbers = _drift_numbers(delta[cut], ref[cut], thresholds)
-        rows.append({"layer": n, "shape": "x".join(map(str, block.shape)), "size": block.size, **numbers})
-    return pd.DataFrame(rows)
 
 
 # --- policy drift ------------------------------------------------------------------------------
@@ -624,8 +604,7 @@ def run_retention(
     r_random: np.ndarray,
     r_ref: np.ndarray,
     references: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
-    snapshots: np.ndarray | None = None,
-    layout: ParamLayout | None = None,
+    drift: SnapshotDrift | None = None,
     kl: Sequence[float] | None = None,
     last_k: int = LAST_K,
     thresholds: Sequence[float] = SPARSITY_THRESHOLDS,
@@ -638,9 +617,9 @@ def run_retention(
         r_ref: R^ref per stage, shape (K,).
         references: Raw (timesteps, returns) of the reference run per stage (None entries
             allowed), for the forward transfer; None: no forward transfer.
-        snapshots: Shape (K + 1, n_params): row k the parameters at the start of stage k, row K
-            the final ones; None: no drift.
-        layout: Blocks of the vector for per-layer drift; None: global drift only.
+        drift: The drift between the run's K + 1 stage-boundary snapshots (row k the parameters
+            at the start of stage k, row K the final ones; :class:`SnapshotDrift`, per layer when
+            it has a layout); None: no drift.
         kl: Per stage k, the mean over stage-k states of ``KL(π_k || π_final)`` (computed by the
             caller with the ``kl_*`` functions); None: no KL.
         last_k: Evaluations averaged "at the end".
@@ -698,19 +677,17 @@ def run_retention(
             add(i, "forward_transfer", ft[i])
         if np.isfinite(ft).any():
             add(NONE, "average_forward_transfer", float(np.nanmean(ft)))
-    if snapshots is not None:
-        snaps = np.asarray(snapshots)
-        if snaps.ndim != 2 or snaps.shape[0] != k_stages + 1:
-            raise ValueError(f"snapshots must have shape ({k_stages + 1}, n_params), got {snaps.shape}")
+    if drift is not None:
+        if drift.n_rows != k_stages + 1:
+            raise ValueError(f"drift is about {drift.n_rows} snapshot rows, expected {k_stages + 1} (K + 1)")
         for i in range(k_stages):
-            pairs = {"update": (snaps[i + 1], snaps[i]), "drift": (snaps[-1], snaps[i + 1])}
-            for kind, (cur, ref) in pairs.items():
-                for name, value in param_drift(cur, ref, thresholds).items():
+            pairs = {"update": (i, i + 1), "drift": (i + 1, k_stages)}
+            for kind, (a, b) in pairs.items():
+                for name, value in drift.whole(a, b).items():
                     add(i, f"{kind}_{name}", value)
-                if layout is not None:
-                    for _, row in layer_drift(cur, ref, layout, thresholds).iterrows():
-                        for name in ("l2", "rel", *(f"sparsity@{t:g}" for t in thresholds)):
-                            add(i, f"{kind}_{name}", row[name], layer=int(row["layer"]))
+                for _, row in drift.layers(a, b).iterrows():
+                    for name in ("l2", "rel", *(f"sparsity@{t:g}" for t in thresholds)):
+                        add(i, f"{kind}_{name}", row[name], layer=int(row["layer"]))
     if kl is not None:
         for i, value in enumerate(kl):
             add(i, "kl", float(value))

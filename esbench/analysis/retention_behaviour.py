@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.probes import Probes, load_probes, probes_of, write_probes
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
@@ -164,13 +165,14 @@ def kl_both_stochastic(before: ActionDist, after: ActionDist, stochastic: bool) 
 # --- rows ---------------------------------------------------------------------------------------
 
 
-def behaviour_rows(probes: Probes, snapshots: np.ndarray | None = None) -> pd.DataFrame:
+def behaviour_rows(probes: Probes, drift: SnapshotDrift | None = None) -> pd.DataFrame:
     """The behavioural distances of one run (see the module docstring), one row per pair.
 
     Args:
         probes: The run's probe sets (:func:`load_probes`).
-        snapshots: Shape (K + 1, n_params): row k the parameters stage k started from, row K the
-            final ones (``snapshots.npz``); None: no parameter change (NaN).
+        drift: The drift between the run's stage-boundary snapshots (row k the parameters stage
+            k started from, row K the final ones; :class:`~esbench.analysis.drift.SnapshotDrift`);
+            None: no parameter change (NaN).
 
     Returns:
         Columns :data:`BEHAVIOUR_COLUMNS`: per stage k with an end, an ``own_update`` row (start to
@@ -179,12 +181,9 @@ def behaviour_rows(probes: Probes, snapshots: np.ndarray | None = None) -> pd.Da
     """
     mean = [[mean_action(d, probes.stochastic, probes.low, probes.high) for d in row] for row in probes.ends]
     last = len(probes.ends) - 1
-    snaps = None if snapshots is None else np.asarray(snapshots)
 
     def param(i: int, j: int) -> float:
-        if snaps is None or max(i, j) >= len(snaps):
-            return math.nan
-        return rms_param_change(snaps[i], snaps[j])
+        return math.nan if drift is None else drift.rms(i, j)
 
     rows = []
     for k in range(min(len(probes.stages), len(probes.ends))):

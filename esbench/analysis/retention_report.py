@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN
+from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SnapshotDrift, load_snapshot_drift
 from esbench.analysis.load import (
     UnreadableRunFile,
     _config_row,
@@ -56,10 +56,8 @@ from esbench.analysis.retention import (
     LAST_K,
     NONE,
     SequenceCurves,
-    Snapshots,
     load_snapshots,
     normalized_scores,
-    param_drift,
     reference_curve,
     run_retention,
     score_matrix,
@@ -67,7 +65,13 @@ from esbench.analysis.retention import (
 )
 from esbench.analysis.retention_behaviour import BEHAVIOUR_COLUMNS, behaviour_rows, load_probes
 from esbench.analysis.stats import interpolate_runs
-from esbench.tracking.schema import CONFIG_FILE, PROBES_FILE, SNAPSHOTS_FILE, SUMMARY_FILE
+from esbench.tracking.schema import (
+    CONFIG_FILE,
+    PROBES_FILE,
+    SNAPSHOT_DRIFT_FILE,
+    SNAPSHOTS_FILE,
+    SUMMARY_FILE,
+)
 
 #: Columns of :func:`scan_sequence_runs`.
 SEQUENCE_RUN_COLUMNS: tuple[str, ...] = (
@@ -198,18 +202,33 @@ def condition_names(runs: pd.DataFrame) -> pd.Series:
     return out
 
 
-def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None, str]:
-    """The stage-boundary snapshots of a complete run (:data:`~esbench.tracking.schema.SNAPSHOTS_FILE`,
-    :func:`~esbench.analysis.retention.load_snapshots`), with K + 1 rows.
+def read_snapshot_drift(run_dir: str | Path, n_stages: int) -> tuple[SnapshotDrift | None, str]:
+    """The drift between a complete run's K + 1 stage-boundary snapshots.
+
+    Read from the table the run wrote beside its snapshots
+    (:data:`~esbench.tracking.schema.SNAPSHOT_DRIFT_FILE`, which a report's ``data/`` ships), or
+    computed from the snapshots themselves
+    (:data:`~esbench.tracking.schema.SNAPSHOTS_FILE`) when the table is missing or older than them.
 
     Returns:
-        (snapshots, "") or (None, why not): no file, unreadable, or not K + 1 rows.
+        (drift, "") or (None, why not): neither file, unreadable, or not K + 1 rows.
     """
+    table_path = Path(run_dir) / SNAPSHOT_DRIFT_FILE
+    why = ""
+    if table_path.is_file():
+        try:
+            drift = load_snapshot_drift(table_path)
+        except ValueError as e:
+            why = str(e)
+        else:
+            if drift.n_rows == n_stages + 1:
+                return drift, ""
+            why = f"{SNAPSHOT_DRIFT_FILE} is about {drift.n_rows} snapshot rows, expected {n_stages + 1}"
     path = Path(run_dir) / SNAPSHOTS_FILE
     if not path.is_file():
-        return None, (
-            f"no {SNAPSHOTS_FILE}; a report's data/ ships none over "
-            f"{MAX_SHIPPED_RUN_FILE_BYTES / 1e6:g} MB, the run directory keeps it"
+        return None, why or (
+            f"no {SNAPSHOT_DRIFT_FILE} and no {SNAPSHOTS_FILE}; a report's data/ ships no snapshots "
+            f"over {MAX_SHIPPED_RUN_FILE_BYTES / 1e6:g} MB, the run directory keeps them"
         )
     try:
         snaps = load_snapshots(path)
@@ -217,17 +236,17 @@ def read_snapshots(run_dir: str | Path, n_stages: int) -> tuple[Snapshots | None
         return None, str(e)
     if snaps.params.shape[0] != n_stages + 1:
         return None, f"{SNAPSHOTS_FILE} holds {snaps.params.shape[0]} rows, expected {n_stages + 1} (K + 1)"
-    return snaps, ""
+    return SnapshotDrift.of(snaps.params, snaps.layout), ""
 
 
 #: Columns of :attr:`RetentionData.behaviour`.
 BEHAVIOUR_RUN_COLUMNS: list[str] = ["algo", "sequence", "seed", *BEHAVIOUR_COLUMNS]
 
 
-def read_behaviour(run_dir: str | Path, snaps: Snapshots | None) -> tuple[pd.DataFrame | None, bool, str]:
+def read_behaviour(run_dir: str | Path, drift: SnapshotDrift | None) -> tuple[pd.DataFrame | None, bool, str]:
     """The behavioural distances of a complete run from its :data:`~esbench.tracking.schema.PROBES_FILE`
     (:func:`~esbench.analysis.retention_behaviour.behaviour_rows`; the parameter change from
-    ``snaps``).
+    ``drift``).
 
     Returns:
         (rows, whether the policy samples its actions, "") or (None, False, why not): ``why not``
@@ -241,7 +260,7 @@ def read_behaviour(run_dir: str | Path, snaps: Snapshots | None) -> tuple[pd.Dat
         probes = load_probes(path)
     except ValueError as e:
         return None, False, str(e)
-    return behaviour_rows(probes, snaps.params if snaps is not None else None), probes.stochastic, ""
+    return behaviour_rows(probes, drift), probes.stochastic, ""
 
 
 @dataclass
@@ -502,10 +521,10 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                         f"(stage: points) {', '.join(short)}; its end values average the points it has "
                         "(evaluate more often: eval.interval_timesteps)"
                     )
-                snaps, why = read_snapshots(run["path"], len(stages))
-                if snaps is None:
+                drift, why = read_snapshot_drift(run["path"], len(stages))
+                if drift is None:
                     problems.append(f"{where}: no drift ({why})")
-                behaviour, stochastic, why_not = read_behaviour(run["path"], snaps)
+                behaviour, stochastic, why_not = read_behaviour(run["path"], drift)
                 if behaviour is not None:
                     behaviour_rows_.append(behaviour.assign(algo=algo, sequence=str(sequence), seed=seed))
                 elif why_not:
@@ -518,8 +537,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                     r_random,
                     r_ref,
                     references=references,
-                    snapshots=snaps.params if snaps is not None else None,
-                    layout=snaps.layout if snaps is not None else None,
+                    drift=drift,
                     kl=kl.tolist() if np.isfinite(kl).any() else None,
                     last_k=last_k,
                 )
@@ -545,7 +563,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                             "end_timesteps": float(curves.boundaries[k]),
                         }
                     )
-                if snaps is not None:
+                if drift is not None:
                     starts = np.concatenate([[0.0], curves.boundaries])
                     for k in range(1, len(stages) + 1):
                         drift_rows.append(
@@ -555,7 +573,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                                 "seed": seed,
                                 "boundary": k,
                                 "timesteps": float(starts[k]),
-                                **param_drift(snaps.params[k], snaps.params[0]),
+                                **drift.whole(0, k),
                             }
                         )
                 analysed.append(seed)

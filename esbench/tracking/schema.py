@@ -24,6 +24,9 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
                     ``layout_shapes`` (JSON) when the policy has a layer layout. RL baselines' vector
                     is the SB3 policy's ``state_dict`` values in order (actor, critic and, for DQN,
                     target network), ES's the policy's flat parameters
+    snapshot_drift.csv the drift between every pair of snapshot rows, whole and per layer (written
+                    with snapshots.npz; esbench.analysis.drift.pairwise_drift): what a report's
+                    data/ ships when the snapshots are too large to (a language model's)
     stage_states.npz the states each ended stage's final policy visited there and its action
                     distributions on them, for the ``policy_kl`` column (esbench.training.drift;
                     only for a sequence, once a stage with a later one has ended)
@@ -142,6 +145,7 @@ SUMMARY_FILE = "summary.json"
 ENV_FILE = "env.json"
 CHECKPOINT_FILE = "checkpoint.npz"
 SNAPSHOTS_FILE = "snapshots.npz"
+SNAPSHOT_DRIFT_FILE = "snapshot_drift.csv"
 STAGE_STATES_FILE = "stage_states.npz"
 PROBES_FILE = "probes.npz"
 PROBE_STATES_FILE = "probe_states.npz"

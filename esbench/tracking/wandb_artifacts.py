@@ -7,8 +7,8 @@ the run directory's data files, under the names the results store gives them:
 * ``metrics.csv``: the metrics table, one row per evaluation point,
 * ``summary.json``: the summary of the finished run,
 * ``checkpoint.npz``: the final checkpoint (arrays and JSON only, no pickle),
-* ``env.json``, ``snapshots.npz``, ``stage_states.npz``, ``probes.npz``, ``probe_states.npz`` when
-  the run wrote them.
+* ``env.json``, ``snapshots.npz``, ``snapshot_drift.csv``, ``stage_states.npz``, ``probes.npz``,
+  ``probe_states.npz`` when the run wrote them.
 
 W&B names an artifact version by the digest of its files, so building the artifact again from the
 same run directory (as ``esbench report`` does to declare a report's lineage) gives the same version.
@@ -29,6 +29,7 @@ from esbench.tracking.schema import (
     METRICS_FILE,
     PROBE_STATES_FILE,
     PROBES_FILE,
+    SNAPSHOT_DRIFT_FILE,
     SNAPSHOTS_FILE,
     STAGE_STATES_FILE,
     SUMMARY_FILE,
@@ -39,7 +40,14 @@ RUN_ARTIFACT_TYPE = "run-results"
 #: The files every finished run's artifact holds.
 REQUIRED_FILES = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, CHECKPOINT_FILE)
 #: Data files an artifact holds when the run wrote them.
-OPTIONAL_FILES = (ENV_FILE, SNAPSHOTS_FILE, STAGE_STATES_FILE, PROBES_FILE, PROBE_STATES_FILE)
+OPTIONAL_FILES = (
+    ENV_FILE,
+    SNAPSHOTS_FILE,
+    SNAPSHOT_DRIFT_FILE,
+    STAGE_STATES_FILE,
+    PROBES_FILE,
+    PROBE_STATES_FILE,
+)
 
 
 def run_artifact_name(run_id: str) -> str:

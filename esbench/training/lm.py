@@ -79,6 +79,7 @@ from esbench.training.ruler import (
 )
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 from esbench.utils.io import atomic_write_json
+from esbench.utils.layout import Block, ParamLayout
 from esbench.utils.seeding import sha256_array
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,20 @@ def flat_params(model: torch.nn.Module) -> np.ndarray:
     """The model's parameters as one float32 vector (``model.parameters()`` order)."""
     with torch.no_grad():
         return torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy().astype(np.float32)
+
+
+def param_blocks(model: torch.nn.Module) -> tuple[ParamLayout, tuple[str, ...]]:
+    """The layout of :func:`flat_params`' vector, one block per parameter tensor, and the tensors'
+    names (``named_parameters()``, the same order as ``parameters()``, under the model's own names:
+    a population wrapper's ``.inner`` removed): what per-layer drift is measured over."""
+    blocks: list[Block] = []
+    names: list[str] = []
+    start = 0
+    for name, param in model.named_parameters():
+        blocks.append(Block(start, tuple(int(d) for d in param.shape)))
+        names.append(name.replace(".inner.", "."))
+        start = blocks[-1].stop
+    return tuple(blocks), tuple(names)
 
 
 def load_flat(model: torch.nn.Module, params: np.ndarray) -> None:
@@ -425,7 +440,10 @@ class LMLearner:
     def on_stage_end(self) -> None:
         """Write the stage-boundary snapshots and the recorded stage states."""
         p = self.prog
-        write_snapshots(self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries)
+        layout, names = param_blocks(self.model)
+        write_snapshots(
+            self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries, layout, names
+        )
         write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
 
     def on_stage_begin(self, stage: Stage) -> None:

@@ -46,11 +46,13 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from esbench.analysis.drift import SnapshotDrift, write_snapshot_drift
 from esbench.config.errors import ConfigError
 from esbench.config.schema import stop_at_return
 from esbench.config.sequence import stage_env_configs
 from esbench.config.validate import register_check
 from esbench.envs import resolved_env_id
+from esbench.tracking.schema import SNAPSHOT_DRIFT_FILE
 from esbench.training.drift import DistributionFn, StageStates, drift_columns, kl_columns
 from esbench.utils.io import atomic_write_bytes
 from esbench.utils.layout import ParamLayout
@@ -400,13 +402,18 @@ def write_snapshots(
     stages: Sequence[str],
     boundaries: Sequence[int],
     layout: ParamLayout | None = None,
+    names: Sequence[str] = (),
 ) -> None:
-    """Write the stage-boundary parameter snapshots atomically (``snapshots.npz``).
+    """Write the stage-boundary parameter snapshots atomically (``snapshots.npz``), and the drift
+    between every pair of their rows beside them (``snapshot_drift.csv``,
+    :func:`esbench.analysis.drift.pairwise_drift`: the few kilobytes a report ships when the
+    snapshots are too large to).
 
     Arrays: ``params`` (k, n_params) float32, row i the parameters at the start of stage i and,
     once the run is complete, row K the final ones (K + 1 rows); ``boundaries`` (the ``T_i`` of the
     stages ended so far, int64); ``stages`` (names, unicode); ``layout_starts`` / ``layout_shapes``
-    (the :data:`~esbench.utils.layout.ParamLayout`: block starts, and the shapes as JSON). Read
+    (the :data:`~esbench.utils.layout.ParamLayout`: block starts, and the shapes as JSON);
+    ``layout_names`` (each block's name, e.g. a language model's parameter names) when given. Read
     with ``np.load(path, allow_pickle=False)`` or
     :func:`esbench.analysis.retention.load_snapshots`.
     """
@@ -420,9 +427,15 @@ def write_snapshots(
     if layout is not None:
         arrays["layout_starts"] = np.asarray([b.start for b in layout], dtype=np.int64)
         arrays["layout_shapes"] = np.asarray(json.dumps([list(b.shape) for b in layout]))
+        if names:
+            if len(names) != len(layout):
+                raise ValueError(f"{len(names)} block names for {len(layout)} layout blocks")
+            arrays["layout_names"] = np.asarray(list(names), dtype=str)
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]
     atomic_write_bytes(path, buf.getvalue())
+    drift = SnapshotDrift.of(arrays["params"], layout, names if layout is not None else ())
+    write_snapshot_drift(Path(path).with_name(SNAPSHOT_DRIFT_FILE), drift)
 
 
 def summary(
