@@ -1234,12 +1234,14 @@ def build_report(
         if results.complete.empty:
             raise FileNotFoundError(f"no complete runs (with summary.json) under {runs_dir}")
     root = Path(out_dir) / name
+    # The code that makes the report, taken before the old report is removed: removing a committed
+    # report's files is not a change to the code.
+    commit, dirty = report_revision()
     for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
         if old.is_dir():  # a report is one build's output: nothing of an older one lingers
             shutil.rmtree(old)
         elif old.is_file():
             old.unlink()
-    commit, dirty = report_revision()
     manifest = Manifest(
         name=name,
         target=target,
