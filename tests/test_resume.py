@@ -33,6 +33,18 @@ from tests.resume_check import (
 ES_KEYS = sorted(algorithms("es"))
 #: The SB3 baselines (GRPO, an RL learner of language models with its own trainer: tests/test_lm_training.py).
 RL_KEYS = sorted(k for k, spec in algorithms("rl").items() if spec.trainer is None)
+#: The variants whose kill-and-resume the default suite runs: one of each kind of resumed state
+#: (Adam moments, a low-rank strategy, a covariance matrix; an on-policy rollout, a replay buffer).
+#: The others run in the slow suite (``pytest -m slow``), which runs before a runtime change lands.
+DEFAULT_RESUMED = {"openai_es", "eggroll", "cma_es", "ppo", "dqn"}
+
+
+SLOW = pytest.mark.slow
+
+
+def _every(keys: list[str]) -> list[object]:
+    return [k if k in DEFAULT_RESUMED else pytest.param(k, marks=SLOW) for k in keys]
+
 
 #: A single ES run that lasts long enough to be killed part-way: ~7 generations of CartPole, of which
 #: ~5 (a second or more of work) are left when the checkpoint the helper waits for is written.
@@ -84,7 +96,7 @@ def test_a_run_restarted_from_scratch_fails_the_resume_check(tmp_path: Path) -> 
     pd.testing.assert_frame_equal(read_run(killed.run_dir)[0], read_run(restarted.run_dir)[0])
 
 
-@pytest.mark.parametrize("algo", ES_KEYS)
+@pytest.mark.parametrize("algo", _every(ES_KEYS))
 def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
     """Killed on 1 worker, resumed on 2: the covered rows untouched, the end as an uninterrupted run."""
     args = [f"algo={algo}", *ES_RUN]
@@ -96,7 +108,7 @@ def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path)
     _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
 
 
-@pytest.mark.parametrize("algo", [*RL_KEYS, pytest.param("ppo-inverted_pendulum", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("algo", [*_every(RL_KEYS), pytest.param("ppo-inverted_pendulum", marks=SLOW)])
 def test_every_rl_baseline_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
     """Model, optimizer, replay or rollout buffer, environments and random streams all come back:
     the covered rows untouched, the end bit-identical to an uninterrupted run."""
