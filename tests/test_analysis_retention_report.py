@@ -164,11 +164,12 @@ def test_report_tables_figures_and_claim(tmp_path: Path) -> None:
     assert "Seeds per condition: 2" in report and "intervals are Student-t 95% CIs over seeds" in report
     assert "figures/retention_curves.png" in report and "figures/retention_gain.png" in report
     # At matched gain: backward's gain is 0.5 at its first point for every run (5 -> 10), so g* = 0.5
-    # and retention there is forward's score at that point: ES 0.4 and 0.6, TRPO 0.9 and 0.9.
+    # and retention there is the change of forward's score since backward began (1.0 for every run):
+    # ES 0.4 - 1 and 0.6 - 1, TRPO 0.9 - 1 twice.
     matched = pd.read_csv(out / "tables" / "retention_matched_gain.csv").set_index("algo")
     assert matched.loc["openai_es", "matched_gain"] == pytest.approx(0.5)
-    assert matched.loc["openai_es", "retention_at_matched_gain"] == pytest.approx(0.5)
-    assert matched.loc["trpo", "retention_at_matched_gain"] == pytest.approx(0.9)
+    assert matched.loc["openai_es", "retention_at_matched_gain"] == pytest.approx(-0.5)
+    assert matched.loc["trpo", "retention_at_matched_gain"] == pytest.approx(-0.1)
     assert matched.loc["openai_es", "average_forgetting"] == pytest.approx(0.25)  # unconditional, beside
     # Difference -0.4; Welch t at 2 + 2 seeds (df = 1): the interval holds 0, undecided.
     claim = next(line for line in report.splitlines() if "ES forgets more than RL at matched" in line)

@@ -68,14 +68,14 @@ def test_matched_gain_decides_es_forgets_more_at_the_gain_both_reach() -> None:
     assert len(paths) == 6 and all(p.stage_index == 1 for p in paths)
     first = next(p for p in paths if p.algo == "openai_es" and p.seed == 0)
     np.testing.assert_allclose(first.gain, [0.0, 0.3, 0.9])  # from the point stage b starts at
-    np.testing.assert_allclose(first.retention, [1.0, 0.8, 0.4])
+    np.testing.assert_allclose(first.retention, [0.0, -0.2, -0.6])  # a's change since b began (at 1.0)
     table = matched_gain_table(paths, np.random.default_rng(0))
     np.testing.assert_allclose(table["matched_gain"], 0.6)
     es_row = table[table["algo"] == "openai_es"].iloc[0]
-    # ES seed 0 at gain 0.6: halfway from (0.3, 0.8) to (0.9, 0.4): 0.6; seeds 1, 2: 0.58, 0.56.
-    assert es_row["retention_at_matched_gain"] == pytest.approx(0.58)
+    # ES seed 0 at gain 0.6: halfway from (0.3, 0.8) to (0.9, 0.4): 0.6; seeds 1, 2: 0.58, 0.56 (minus 1).
+    assert es_row["retention_at_matched_gain"] == pytest.approx(0.58 - 1.0)
     rl_row = table[table["algo"] == "ppo"].iloc[0]
-    assert rl_row["retention_at_matched_gain"] == pytest.approx(np.mean([0.95, 0.94, 0.93]))
+    assert rl_row["retention_at_matched_gain"] == pytest.approx(np.mean([0.95, 0.94, 0.93]) - 1.0)
     claims = matched_gain_claims(paths, FAMILY)
     row = claims.iloc[0]
     assert (row["claim"], row["a"], row["b"]) == ("es_forgets_more", "openai_es", "ppo")
@@ -101,6 +101,44 @@ def test_no_gain_to_match_is_undecided_and_awd_and_population_pairs_are_compared
     pop = matched_gain_claims(gain_paths(pd.concat([*big, *small])), FAMILY)
     assert list(pop["claim"]) == ["larger_population_forgets_less"]
     assert pop.iloc[0]["a"] == "openai_es@pop40" and pop.iloc[0]["verdict"] == "supported"
+
+
+def _two_levels(algo: str, seed: int, level: float, old: list[float], new: list[float]) -> pd.DataFrame:
+    """:func:`_curves` with stage a learned to ``level`` instead of 1 (its points scaled)."""
+    frame = _curves(algo, seed, old, new)
+    first = (frame["stage_index"] == 0) & (frame["train_stage"] == 0)
+    frame.loc[first, "p"] *= level
+    return frame
+
+
+def test_a_higher_earlier_level_is_not_less_forgetting() -> None:
+    """RL learned stage a to 2.0, ES to 1.0; both lose the same 0.3 of it on the way to the same
+    gain. The level differs by 1.0, the forgetting not at all: the claim compares the change."""
+    es = [_two_levels("openai_es", s, 1.0, [0.85 - 0.01 * s, 0.7 - 0.01 * s], [0.3, 0.6]) for s in range(3)]
+    rl = [_two_levels("ppo", s, 2.0, [1.85 - 0.01 * s, 1.7 - 0.01 * s], [0.3, 0.6]) for s in range(3)]
+    row = matched_gain_claims(gain_paths(pd.concat([*es, *rl], ignore_index=True)), FAMILY).iloc[0]
+    assert row["matched_gain"] == pytest.approx(0.6)
+    assert row["difference"] == pytest.approx(0.0, abs=1e-12) and row["verdict"] == "undecided"
+
+
+def test_matched_gain_per_pair_and_a_floor_under_it() -> None:
+    """A condition that never gains leaves the other pair decidable with ``per_pair``; a matched
+    gain below ``min_gain`` decides nothing, and the table matches only conditions that reach it."""
+    es = [_curves("openai_es", s, [0.8 - 0.01 * s, 0.4 - 0.01 * s], [0.3, 0.9]) for s in range(3)]
+    rl = [_curves("ppo", s, [1.0 - 0.01 * s, 0.95 - 0.01 * s], [0.3, 0.6]) for s in range(3)]
+    stuck = [_curves("openai_es@pop8", s, [0.9, 0.9], [0.0, 0.01]) for s in range(3)]
+    paths = gain_paths(pd.concat([*es, *rl, *stuck], ignore_index=True))
+    family = {"openai_es": "es", "ppo": "rl"}.get
+    shared = matched_gain_claims(paths, family)
+    assert shared["matched_gain"].to_numpy() == pytest.approx([0.01, 0.01])  # the stuck condition pins g*
+    pair = matched_gain_claims(paths, family, per_pair=True, min_gain=0.05).set_index(["a", "b"])
+    assert pair.loc[("openai_es", "ppo"), "matched_gain"] == pytest.approx(0.6)
+    assert pair.loc[("openai_es", "ppo"), "verdict"] == "supported"
+    assert pair.loc[("openai_es@pop8", "ppo"), "verdict"] == "undecided"  # 0.01 < 0.05: no gain to match
+    assert np.isnan(pair.loc[("openai_es@pop8", "ppo"), "seeds_to_decide"])
+    table = matched_gain_table(paths, np.random.default_rng(0), min_gain=0.05).set_index("algo")
+    assert table.loc["ppo", "matched_gain"] == pytest.approx(0.6)
+    assert table.loc["openai_es@pop8", "n_seeds"] == 0 and np.isnan(table.loc["openai_es@pop8", "low"])
 
 
 def test_transient_drop_against_permanent() -> None:

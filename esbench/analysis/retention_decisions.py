@@ -19,6 +19,7 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.retention_matched import (
+    MIN_MATCHED_GAIN,
     UNDECIDED,
     GainPath,
     gain_paths,
@@ -110,13 +111,13 @@ def plot_gain_paths(
                     _, low, high = mean_ci(values, rng)
                     ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
             g_star = table[(table["sequence"] == sequence) & (table["stage_index"] == j)]["matched_gain"]
-            if len(g_star):
+            if len(g_star) and np.isfinite(float(g_star.iloc[0])):
                 ax.axvline(float(g_star.iloc[0]), color="0.3", linestyle=":", linewidth=1.0)
             figures.panel_text(
                 ax,
                 f"{sequence}, stage {j} ({mine[0].stage}): {condition_label(algo)} ({len(mine)} seeds)",
                 "Gain on the current stage",
-                "Score on earlier stages",
+                "Change on earlier stages",
             )
             figures.compact_ticks(ax)
     return figures.savefig(fig, stem)
@@ -138,7 +139,7 @@ def matched_gain_section(
     paths = gain_paths(data.curves)
     if not paths:
         return ["### Forgetting at matched gain\n\nNo run has a later stage with evaluation points.\n"], []
-    table = matched_gain_table(paths, rng)
+    table = matched_gain_table(paths, rng, min_gain=MIN_MATCHED_GAIN)
     forgetting = data.per_run[data.per_run["metric"] == "average_forgetting"]
     unconditional = forgetting.groupby(["algo", "sequence"])["value"].mean().rename("average_forgetting")
     table = table.join(unconditional, on=["algo", "sequence"])
@@ -150,7 +151,7 @@ def matched_gain_section(
             "Seeds": table["n_seeds"].astype(str),
             "Max gain": [fmt_num(v, 3) for v in table["max_gain"]],
             "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
-            "Retention at matched gain": [
+            "Change on earlier stages at matched gain": [
                 _cell(m, lo, hi)
                 for m, lo, hi in zip(
                     table["retention_at_matched_gain"], table["low"], table["high"], strict=True
@@ -160,10 +161,13 @@ def matched_gain_section(
         }
     )
     notes = (
-        "Gain: normalized score on the current stage minus its value when the stage began; retention: "
-        "mean normalized score on the earlier stages, read where each run's gain first reaches the "
-        "matched gain (the largest gain every run of every condition reaches). Mean over seeds, 95% "
-        "t intervals. Average forgetting: Continual World's, whatever the gain."
+        "Gain: normalized score on the current stage minus its value when the stage began; change on "
+        "earlier stages (the retention compared): their mean normalized score minus its value when the "
+        "stage began (0: nothing lost), read where each run's gain first reaches the matched gain. "
+        "Matched gain: the largest gain every run reaches, over the conditions every run of which gains "
+        f"at least {MIN_MATCHED_GAIN:g} (5% of the way to the best reference); a condition below that has "
+        "no gain to match (no value). Mean over seeds, 95% t intervals. Average forgetting: Continual "
+        "World's, whatever the gain."
     )
     written = write_table(
         table,
@@ -174,7 +178,7 @@ def matched_gain_section(
         notes=notes,
     )
     body.append("### Forgetting at matched gain\n\n" + _table_md(written, root))
-    claims = matched_gain_claims(paths, family)
+    claims = matched_gain_claims(paths, family, per_pair=True, min_gain=MIN_MATCHED_GAIN)
     if len(claims):
         display = pd.DataFrame(
             {
@@ -183,7 +187,8 @@ def matched_gain_section(
                 "Claim": [CLAIM_TEXT[c] for c in claims["claim"]],
                 "A": [condition_label(a) for a in claims["a"]],
                 "B": [condition_label(b) for b in claims["b"]],
-                "Retention A - B": [
+                "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
+                "Change on earlier stages, A - B": [
                     _cell(d, lo, hi)
                     for d, lo, hi in zip(claims["difference"], claims["low"], claims["high"], strict=True)
                 ],
@@ -200,16 +205,19 @@ def matched_gain_section(
             root / "tables" / "retention_claims",
             caption="Claims decided at matched gain",
             label="tab:retention_claims",
-            notes="Difference of mean retention at the matched gain, Welch t 95% interval (independent "
-            "seeds, unequal variances). ES forgets more: supported when the interval lies below 0. "
-            "Population, AWD: supported when above 0. Undecided when it holds 0, or the matched gain is "
-            "not above 0 (no gain to match). Seeds to decide (undecided rows): seeds per side at which the "
-            "interval would exclude 0 if the difference and each side's spread stayed as measured.",
+            notes="Difference of the mean change on the earlier stages (since the stage began) at the "
+            "matched gain of the two conditions compared (the largest gain every run of both reaches), "
+            "Welch t 95% interval (independent seeds, unequal variances). ES forgets more: supported when "
+            "the interval lies below 0. Population, AWD: supported when above 0. Undecided when it holds "
+            f"0, or the matched gain is below {MIN_MATCHED_GAIN:g} (no gain to match). Seeds to decide "
+            "(undecided rows): seeds per side at which the interval would exclude 0 if the difference and "
+            "each side's spread stayed as measured.",
         )
         body.append(_table_md(written, root))
         for r in claims.itertuples():
             ours = (
-                f"{r.sequence} stage {r.stage_index}: at gain {fmt_num(r.matched_gain, 3)}, retention "
+                f"{r.sequence} stage {r.stage_index}: at gain {fmt_num(r.matched_gain, 3)}, "
+                "change on earlier stages "
                 f"{condition_label(r.a)} {fmt_num(r.retention_a, 3)} ({r.n_a} seeds) vs "
                 f"{condition_label(r.b)} {fmt_num(r.retention_b, 3)} ({r.n_b} seeds); difference "
                 f"{_cell(r.difference, r.low, r.high)}"
@@ -222,10 +230,10 @@ def matched_gain_section(
     stem = root / "figures" / "retention_gain_paths"
     written_fig = plot_gain_paths(paths, table, stem, rng)
     caption = (
-        "Retention (mean normalized score on the earlier stages) against the gain on the current "
-        "stage since it began (normalized score) along training, both on the retention scale (0: the "
-        "untrained policies, 1: the best single-stage reference run): each seed (thin), mean over "
-        "seeds with a 95% Student-t band, matched gain dotted"
+        "Change of the mean normalized score on the earlier stages against the gain on the current "
+        "stage, both since the stage began, along training, on the retention scale (0: the untrained "
+        "policies, 1: the best single-stage reference run): each seed (thin), mean over seeds with a 95% "
+        "Student-t band, matched gain dotted"
     )
     body.append(
         f"![{caption}]({_rel(written_fig[0], root)})\n\n*{caption}* ([PDF]({_rel(written_fig[1], root)}))\n"

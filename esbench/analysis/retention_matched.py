@@ -14,17 +14,25 @@ Definitions (normalized scores ``p_i(t)`` on the one scale of
 * the stage's span: its own evaluation points, preceded by the last point before them (the
   parameters stage j started from; :func:`~esbench.analysis.retention.stage_span`);
 * gain ``x(t) = p_j(t) - p_j(t_start)``, the normalized gain on the current stage since it began;
-* retention ``y(t) = mean_{i<j} p_i(t)``, the normalized score on the earlier stages;
+* retention ``y(t) = mean_{i<j} p_i(t) - mean_{i<j} p_i(t_start)``, the change of the normalized
+  score on the earlier stages since the stage began (0: nothing lost; -0.3: 30% of the reference's
+  progress lost). The change, not the level: algorithms that learned the earlier stages to
+  different levels would otherwise differ at matched gain by what they learned, not by what they
+  lost;
 * retention at gain g: ``y`` where the run's gain *first* reaches g, linear between the two points
   around the crossing (``y(t_start)`` for g <= 0; undefined when the run never reaches g);
 * the matched gain ``g*`` of a (sequence, stage): the largest gain every compared run reaches,
-  ``min over runs of max_t x(t)`` over every condition's runs, so every run has a value there.
+  ``min over runs of max_t x(t)`` over every condition's runs, so every run has a value there
+  (per pair of conditions in the claims; in the per-condition table, over the conditions every run
+  of which reaches ``min_gain``, so one condition that never gains does not pin ``g*`` at 0).
 
 The claim "ES forgets more than RL" is decided, per (sequence, stage) and per pair (an ES
 condition, an RL condition), by ``d = y_ES(g*) - y_RL(g*)``, the difference of the conditions' mean
 retention at ``g*`` over seeds, with a Welch t interval (:func:`welch_diff_ci`; independent
 groups, unequal variances): supported when the interval lies below 0, contradicted when above,
-undecided when it holds 0, or when ``g* <= 0`` (no gain to match: the claim is about matched gain).
+undecided when it holds 0, or when ``g*`` is below ``min_gain`` (no gain to match: the claim is
+about matched gain; the report's :data:`MIN_MATCHED_GAIN` on the normalized scale, where a smaller
+``g*`` reads retention at the stage's first points).
 Per condition, the mean and interval of its retention come from
 :func:`esbench.analysis.stats.mean_ci`.
 
@@ -53,6 +61,10 @@ from esbench.analysis.retention import LAST_K, score_matrix
 from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
 from esbench.analysis.stats import mean_ci, seeds_to_decide, welch_ci
 
+#: The smallest matched gain the retention report compares at, on the normalized scale (5% of the
+#: way from the untrained policies to the best reference run): below it, retention is read at the
+#: stage's first points, before any learning a comparison could be about.
+MIN_MATCHED_GAIN = 0.05
 #: Verdicts of a claim decided by an interval.
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
 #: Columns of :func:`matched_gain_table`.
@@ -172,14 +184,24 @@ def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
                 continue
             span = np.concatenate([[own[0] - 1], own]) if own[0] > 0 else own
             gain = p[j, span] - p[j, span[0]]
-            retention = p[:j, span].mean(axis=0)
+            earlier = p[:j, span].mean(axis=0)
+            retention = earlier - earlier[0]
             out.append(GainPath(str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention))
     return out
 
 
-def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> pd.DataFrame:
-    """Per (sequence, later stage, condition): the matched gain ``g*`` (every condition's runs
-    reach it) and the retention there, mean over seeds with :func:`~esbench.analysis.stats.mean_ci`.
+def matched_gain_table(
+    paths: Sequence[GainPath], rng: np.random.Generator, min_gain: float | None = None
+) -> pd.DataFrame:
+    """Per (sequence, later stage, condition): the matched gain ``g*`` and the retention there,
+    mean over seeds with :func:`~esbench.analysis.stats.mean_ci`.
+
+    Args:
+        paths: :func:`gain_paths`.
+        rng: For the intervals.
+        min_gain: ``g*`` is the largest gain every run of every condition reaches (None), or of
+            every condition all of whose runs reach ``min_gain`` (the others: no retention value,
+            ``n_seeds`` 0, their ``max_gain`` says why).
 
     Returns:
         Columns :data:`MATCHED_COLUMNS` (``max_gain``: the condition's mean over seeds of each
@@ -187,10 +209,13 @@ def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> p
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        g_star = min(float(np.max(p.gain)) for p in group)
+        top = {a: min(float(np.max(p.gain)) for p in group if p.algo == a) for a in {p.algo for p in group}}
+        matched = {a for a, g in top.items() if min_gain is None or g >= min_gain}
+        g_star = min((top[a] for a in matched), default=float("nan"))
         for algo in sorted({p.algo for p in group}):
             mine = [p for p in group if p.algo == algo]
-            values = np.array([retention_at_gain(p.gain, p.retention, g_star) for p in mine])
+            at = g_star if algo in matched else float("nan")
+            values = np.array([retention_at_gain(p.gain, p.retention, at) for p in mine])
             values = values[np.isfinite(values)]
             mean, low, high = _mean_ci(values, rng)
             rows.append(
@@ -215,6 +240,7 @@ def matched_gain_claims(
     family_of: Callable[[str], str | None],
     confidence: float = 0.95,
     per_pair: bool = False,
+    min_gain: float = 0.0,
 ) -> pd.DataFrame:
     """The pairwise claims at matched gain, per (sequence, later stage).
 
@@ -230,7 +256,8 @@ def matched_gain_claims(
       supported when above 0.
 
     Returns:
-        Columns :data:`CLAIM_COLUMNS`; undecided with ``g* <= 0`` (no gain to match).
+        Columns :data:`CLAIM_COLUMNS`; undecided with ``g* <= 0`` or below ``min_gain`` (no gain
+        to match; no seeds-to-decide either).
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
@@ -255,6 +282,7 @@ def matched_gain_claims(
                 for c in (a, b)
             }
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
+            matchable = g_star > 0 and g_star >= min_gain
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
             rows.append(
                 {
@@ -272,8 +300,8 @@ def matched_gain_claims(
                     "high": high,
                     "n_a": len(ya),
                     "n_b": len(yb),
-                    "verdict": verdict(low, high, below) if g_star > 0 else UNDECIDED,
-                    "seeds_to_decide": seeds_to_decide(ya, yb) if g_star > 0 else float("nan"),
+                    "verdict": verdict(low, high, below) if matchable else UNDECIDED,
+                    "seeds_to_decide": seeds_to_decide(ya, yb) if matchable else float("nan"),
                 }
             )
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
