@@ -252,7 +252,9 @@ def test_bad_runs_are_listed_not_counted(tmp_path: Path) -> None:
     drift, why = read_snapshot_drift(seq, 2)
     assert drift is None and "snapshots.npz unreadable" in why
     report = build_report("retention", runs, tmp_path / "paper").read_text()
-    assert "openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): no drift (snapshots.npz unreadable" in report
+    # The report reads its data/, which ships the (cut) drift table in place of the snapshots.
+    why = "no drift (snapshot_drift.csv lacks columns"
+    assert f"openai_es/pair seed 1 (openai_es-pair-seq-w1-s1): {why}" in report
     assert "trpo/pair seed 1 (trpo-pair-seq-w1-s1): no evaluation at timestep 0" in report
     flagged = "ppo/pair seed 0 (ppo-pair-seq-w1-s0): stage 0 (forward): R_ref 10 is below R_random 12.5"
     assert flagged in report
@@ -493,7 +495,7 @@ def test_snapshots_over_the_size_limit_stay_in_the_run_directory(tmp_path: Path)
     data = report.parent / "data" / "runs"
     assert not (data / seq.name / "snapshots.npz").exists()
     assert (data / seq.name / SNAPSHOT_DRIFT_FILE).is_file()  # a few kB: ships
-    assert (data / "openai_es-pair-seq-w1-s0" / "snapshots.npz").is_file()  # a small one ships
+    assert not (data / "openai_es-pair-seq-w1-s0" / "snapshots.npz").exists()  # its drift table ships instead
     assert "openai_es-pair-seq-w1-s1): no drift" not in report.read_text()
     # The drift the analysis takes from the shipped table is the drift of the snapshots themselves.
     from_data, why = read_snapshot_drift(data / seq.name, 2)
@@ -503,9 +505,12 @@ def test_snapshots_over_the_size_limit_stay_in_the_run_directory(tmp_path: Path)
     per_layer = from_data.layers(1, 2).set_index("layer")["l2"]
     assert per_layer[1] == np.linalg.norm(expected[n // 2 :])
     assert check_report(report.parent).ok
-    # Without the table (a run from before it), the report from data/ says why that run has no drift.
+    # Without the table (a run from before it), the report from data/ says why that run has no drift,
+    # and a run whose snapshots are small ships them.
     (seq / SNAPSHOT_DRIFT_FILE).unlink()
+    (runs / "retention" / "openai_es-pair-seq-w1-s0" / SNAPSHOT_DRIFT_FILE).unlink()
     report = build_report("retention", runs, tmp_path / "paper")
+    assert (data / "openai_es-pair-seq-w1-s0" / "snapshots.npz").is_file()
     why = (
         f"no drift (no {SNAPSHOT_DRIFT_FILE} and no snapshots.npz; a report's data/ ships no snapshots "
         "over 1 MB, the run directory keeps them)"

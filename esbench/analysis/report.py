@@ -1257,7 +1257,14 @@ def build_report(
     )
     calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
     run_files = RETENTION_RUN_FILES if kind == "retention" else ()
-    write_report_data(results, root / DATA_DIR, manifest, calibration=calibration, run_files=run_files)
+    write_report_data(
+        results,
+        root / DATA_DIR,
+        manifest,
+        calibration=calibration,
+        run_files=run_files,
+        replaced_by={SNAPSHOTS_FILE: SNAPSHOT_DRIFT_FILE},  # the drift table is all the report reads of them
+    )
     return render_report(root)
 
 

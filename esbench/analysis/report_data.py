@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -115,10 +115,13 @@ def _json_text(data: Any) -> str:
 MAX_SHIPPED_RUN_FILE_BYTES = 1_000_000
 
 
-def _copy_runs(results: Results, out: Path, run_files: Sequence[str]) -> Results:
+def _copy_runs(
+    results: Results, out: Path, run_files: Sequence[str], replaced_by: Mapping[str, str]
+) -> Results:
     """Copy ``run_files`` of each run to ``out/runs/<run_id>/`` (each up to
-    :data:`MAX_SHIPPED_RUN_FILE_BYTES`); the results with ``path`` (in the run table and the
-    unreadable table) naming the copy, relative to ``out``."""
+    :data:`MAX_SHIPPED_RUN_FILE_BYTES`, and none whose replacement in ``replaced_by`` the run
+    has); the results with ``path`` (in the run table and the unreadable table) naming the copy,
+    relative to ``out``."""
     moved: dict[str, str] = {}
     for run_id, path in zip(results.runs["run_id"], results.runs["path"], strict=True):
         rel = f"runs/{run_id}"
@@ -127,6 +130,8 @@ def _copy_runs(results: Results, out: Path, run_files: Sequence[str]) -> Results
         (out / rel).mkdir(parents=True)
         for name in run_files:
             source = Path(path) / name
+            if name in replaced_by and (Path(path) / replaced_by[name]).is_file():
+                continue
             if source.is_file() and source.stat().st_size <= MAX_SHIPPED_RUN_FILE_BYTES:
                 shutil.copyfile(source, out / rel / name)
         moved[str(path)] = rel
@@ -141,6 +146,7 @@ def write_report_data(
     manifest: Manifest,
     calibration: Path | None = None,
     run_files: Sequence[str] = (),
+    replaced_by: Mapping[str, str] | None = None,
 ) -> Manifest:
     """Write ``results`` (and ``manifest``, with the files' sha256 filled in) to ``data_dir``.
 
@@ -152,6 +158,8 @@ def write_report_data(
         manifest: The report's facts (``sha256``, ``calibration`` and ``run_files`` are filled in).
         calibration: A ``esbench bench projection`` JSON to ship (scaling reports), or None.
         run_files: Files of each run to ship as they are (retention reports), or none.
+        replaced_by: A run file not shipped when the run has the file it maps to (the snapshots,
+            when the run wrote the drift table that is all the analysis reads of them).
 
     Returns:
         The manifest as written.
@@ -161,7 +169,7 @@ def write_report_data(
         shutil.rmtree(out)
     out.mkdir(parents=True)
     if run_files:
-        results = _copy_runs(results, out, run_files)
+        results = _copy_runs(results, out, run_files, replaced_by or {})
     frames = {
         "runs": results.runs,
         "curves": results.curves,
