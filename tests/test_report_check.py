@@ -199,7 +199,6 @@ WITHOUT_DATA = {
     "paper/decisive/table1",
     "paper/es_family",
     "paper/frameskip",
-    "paper/retention",
     "paper/scaling",
     "paper/table2",
 }
