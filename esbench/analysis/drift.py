@@ -151,27 +151,20 @@ def pairwise_drift(
             raise ValueError(f"{len(names)} block names for {len(layout)} layout blocks")
     rows: list[dict[str, object]] = []
     for a in range(snaps.shape[0]):
+        ref = snaps[a].astype(np.float64)  # the norms ``rel`` divides by, once per from-row
+        ref_whole = float(np.linalg.norm(ref))
+        ref_blocks = [float(np.linalg.norm(ref[blk.start : blk.stop])) for blk in layout or ()]
         for b in range(a, snaps.shape[0]):
             pair = {"from_row": a, "to_row": b}
             whole = param_drift(snaps[b], snaps[a], thresholds)
-            ref = float(np.linalg.norm(snaps[a].astype(np.float64)))
             rows.append(
-                {
-                    **pair,
-                    "layer": WHOLE_VECTOR,
-                    "name": "",
-                    "shape": str(n),
-                    "size": n,
-                    "ref_l2": ref,
-                    **whole,
-                }
+                {**pair, "layer": WHOLE_VECTOR, "name": "", "shape": str(n), "size": n, "ref_l2": ref_whole}
+                | whole
             )
             if layout is not None:
                 for row in layer_drift(snaps[b], snaps[a], layout, thresholds).to_dict("records"):
-                    block = layout[int(row["layer"])]
-                    ref = float(np.linalg.norm(snaps[a, block.start : block.stop].astype(np.float64)))
-                    name = names[int(row["layer"])] if names else ""
-                    rows.append({**pair, **row, "name": name, "ref_l2": ref})
+                    k = int(row["layer"])
+                    rows.append({**pair, **row, "name": names[k] if names else "", "ref_l2": ref_blocks[k]})
     return pd.DataFrame(rows, columns=list(pair_drift_columns(thresholds)))
 
 
@@ -206,10 +199,13 @@ class SnapshotDrift:
     def _measures(self) -> list[str]:
         return [c for c in self.table.columns if c == "l2" or c == "rel" or c.startswith("sparsity@")]
 
+    def _whole_row(self, from_row: int, to_row: int) -> pd.Series:
+        rows = self._rows(from_row, to_row)
+        return rows[rows["layer"] == WHOLE_VECTOR].iloc[0]
+
     def whole(self, from_row: int, to_row: int) -> dict[str, float]:
         """:func:`param_drift` of row ``to_row`` from row ``from_row``: ``l2``, ``rel``, ``sparsity@<τ>``."""
-        rows = self._rows(from_row, to_row)
-        row = rows[rows["layer"] == WHOLE_VECTOR].iloc[0]
+        row = self._whole_row(from_row, to_row)
         return {m: float(row[m]) for m in self._measures()}
 
     def layers(self, from_row: int, to_row: int) -> pd.DataFrame:
@@ -223,8 +219,7 @@ class SnapshotDrift:
         a pair past the rows there are."""
         if max(from_row, to_row) >= self.n_rows:
             return math.nan
-        rows = self._rows(from_row, to_row)
-        row = rows[rows["layer"] == WHOLE_VECTOR].iloc[0]
+        row = self._whole_row(from_row, to_row)
         return float(row["l2"]) / math.sqrt(int(row["size"])) if int(row["size"]) else math.nan
 
 

@@ -586,15 +586,15 @@ def _layer_drift_block(runs: pd.DataFrame, root: Path, rng: np.random.Generator)
     per_run.to_csv(root / "tables" / "lm_layer_drift_runs.csv", index=False)
     table = layer_drift_table(per_run, rng)
     algos = sorted(table["algo"].unique(), key=condition_label)
-    wide = table.pivot_table(index="group", columns="algo", values="rel_mean", sort=False)
-    display = pd.DataFrame({"Layer": list(wide.index)})
+    groups = list(dict.fromkeys(table["group"]))  # model order: embedding, layers, head, all
+    display = pd.DataFrame({"Layer": groups})
     for algo in algos:
         cells = table[table["algo"] == algo].set_index("group")
         display[condition_label(algo)] = [
             _cell(*(float(cells.loc[g, f"rel_{s}"]) for s in ("mean", "low", "high")))
             if g in cells.index
             else ""
-            for g in wide.index
+            for g in groups
         ]
     written = write_table(
         table,

@@ -236,7 +236,7 @@ def read_snapshot_drift(run_dir: str | Path, n_stages: int) -> tuple[SnapshotDri
         return None, str(e)
     if snaps.params.shape[0] != n_stages + 1:
         return None, f"{SNAPSHOTS_FILE} holds {snaps.params.shape[0]} rows, expected {n_stages + 1} (K + 1)"
-    return SnapshotDrift.of(snaps.params, snaps.layout), ""
+    return SnapshotDrift.of(snaps.params, snaps.layout, snaps.names), ""
 
 
 #: Columns of :attr:`RetentionData.behaviour`.
