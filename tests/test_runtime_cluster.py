@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -46,6 +47,13 @@ def test_local_cluster_polls_memory_and_system_at_the_configured_interval(client
         assert server["tick"] == 2500  # event-loop health
     assert worker["memory_monitor"] == 2500
     assert "profile" not in worker  # Dask's stack sampler is off by default
+
+
+def test_local_cluster_workers_keep_glibc_adaptive_malloc(client: Client) -> None:
+    """Dask's nannies set MALLOC_TRIM_THRESHOLD_ for their workers unless told not to; with it,
+    every allocation over 128 kB is a fresh mmap (Atari's CNN activations, every step)."""
+    (trim,) = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()
+    assert trim is None
 
 
 def test_evaluator_keeps_a_generations_results_until_the_next_is_submitted(client: Client) -> None:

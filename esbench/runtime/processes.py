@@ -32,9 +32,13 @@ class SpawnError(RuntimeError):
 
 
 def dask_env(config: Mapping[str, Any]) -> dict[str, str]:
-    """Environment variables that set Dask config keys in a child process (``a.b-c`` ->
-    ``DASK_A__B_C``; Dask reads them at import and treats ``-`` and ``_`` alike)."""
-    return {"DASK_" + key.replace(".", "__").replace("-", "_").upper(): str(v) for key, v in config.items()}
+    """The environment that sets Dask config keys in a child process: Dask's own serialized form
+    (``DASK_INTERNAL_INHERIT_CONFIG``, read at import, as Dask passes config to processes it
+    spawns). Unlike ``DASK_A__B`` variables, whose names Dask lowercases, it keeps a key's case
+    (``...pre-spawn-environ.MALLOC_TRIM_THRESHOLD_``) and a None value (which unsets it)."""
+    import dask.config
+
+    return {"DASK_INTERNAL_INHERIT_CONFIG": dask.config.serialize(dict(config))}
 
 
 def _spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
