@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from esbench.analysis.figures import (
     OKABE_ITO,
@@ -316,6 +317,11 @@ def plot_population(table: pd.DataFrame, stem: str | Path) -> list[Path]:
             ax.set_xticks(pops)
             ax.set_xticks([], minor=True)
             ax.xaxis.set_major_formatter(short_number)
+            # Ticks at 1, 2 and 5 per decade, all in the same short form: matplotlib otherwise labels
+            # a panel spanning less than a decade with minor ticks in scientific notation (6x10^5)
+            # beside its major ones in short form (1M).
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=6))
+            ax.yaxis.set_minor_formatter(NullFormatter())
             ax.yaxis.set_major_formatter(short_number)
             panel_text(ax, env_title(env_id) + (f" ({algo})" if several else ""), "Population",
                        "Timesteps to target")  # fmt: skip
