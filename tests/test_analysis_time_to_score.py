@@ -1,5 +1,5 @@
 """Time to a common score on synthetic runs with known answers (timesteps, seconds, censoring,
-bootstrap intervals of the median over seeds, algorithms that did not improve)."""
+the median's order-statistic interval and its exact coverage, algorithms that did not improve)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from esbench.analysis.coverage import median_coverage
 from esbench.analysis.figures import algo_label
 from esbench.analysis.load import load_results, stopped_runs
+from esbench.analysis.stats import median_interval
 from esbench.analysis.time_to_score import display_time_to_score, time_to_common_score, write_time_to_score
-from esbench.analysis.verdicts import percentile_interval, resample_medians
 from tests.synthetic_store import write_run
 
 T = np.array([0.0, 100.0, 200.0, 300.0, 400.0])
@@ -31,17 +32,17 @@ def _write(root: Path) -> None:
 
 
 def test_time_to_common_score_known_answers(tmp_path: Path) -> None:
-    """Medians and their bootstrap intervals, by hand. ES's per-seed times are (200, 300, inf): a
-    resample's median is 200 when at least two of its three draws are seed 0, probability
-    3 (1/3)^2 (2/3) + (1/3)^3 = 7/27 > 2.5%, so the interval starts at 200; it is inf with the same
-    probability, so the interval ends unreached: "> 400" (the budget). TRPO's seeds are identical."""
+    """Medians and their intervals, by hand. ES's per-seed times are (200, 300, inf): at 3 seeds the
+    interval is [min, max] = [200, inf], which ends unreached: "> 400" (the budget); its exact
+    coverage is 75%. TRPO's two seeds are identical (400, 400)."""
     _write(tmp_path)
-    table = time_to_common_score(load_results(tmp_path / "curves").curves, rng=np.random.default_rng(0))
+    table = time_to_common_score(load_results(tmp_path / "curves").curves)
     assert table["env_id"].tolist() == ["Hopper-v5", "Hopper-v5"]
     rows = table.set_index("algo")
     assert rows["target"].tolist() == [40.0, 40.0] and rows["improved"].all()
     es, trpo = rows.loc["openai_es"], rows.loc["trpo"]
     assert (es["n_seeds"], es["n_reached"]) == (3, 2)
+    assert (es["ci_coverage"], trpo["ci_coverage"]) == (0.75, 0.5)
     assert es["timesteps"] == 300.0 and es["wall_clock_s"] == 600.0 and not es["timesteps_censored"]
     assert (es["timesteps_low"], es["timesteps_high"]) == (200.0, np.inf)
     assert (es["wall_clock_low"], es["wall_clock_high"]) == (400.0, np.inf)
@@ -49,17 +50,36 @@ def test_time_to_common_score_known_answers(tmp_path: Path) -> None:
     assert (trpo["timesteps_low"], trpo["timesteps_high"]) == (400.0, 400.0)
     assert trpo["steps_per_s"] == 0.1 and es["steps_per_s"] == 0.5
     shown = display_time_to_score(table).set_index("Algorithm")
-    assert shown.loc["ES (OpenAI)", "Timesteps, median [95% CI]"] == "300 [200, > 400]"
-    assert shown.loc["ES (OpenAI)", "Wall-clock s, median [95% CI]"] == "600 [400, > 800]"
-    assert shown.loc["TRPO", "Timesteps, median [95% CI]"] == "400 [400, 400]"
+    assert shown.loc["ES (OpenAI)", "Timesteps, median [CI]"] == "300 [200, > 400]"
+    assert shown.loc["ES (OpenAI)", "Wall-clock s, median [CI]"] == "600 [400, > 800]"
+    assert shown.loc["TRPO", "Timesteps, median [CI]"] == "400 [400, 400]"
 
 
-def test_resampled_medians_by_hand() -> None:
-    draws = resample_medians(np.array([1.0, 2.0, np.inf]), np.random.default_rng(0), n_resamples=20000)
-    assert set(np.unique(draws)) == {1.0, 2.0, np.inf}
-    assert np.mean(draws == 1.0) == pytest.approx(7 / 27, abs=0.01)
-    assert np.mean(draws == 2.0) == pytest.approx(13 / 27, abs=0.01)  # the rest
-    assert percentile_interval(draws) == (1.0, np.inf)
+def test_median_interval_by_hand() -> None:
+    """[x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(Binomial(n, 1/2) <= k - 1);
+    k is the largest that keeps 95%, or 1 (the widest) when none does."""
+    assert median_interval(np.array([3.0, 1.0, np.inf])) == (1.0, np.inf, 0.75)
+    assert median_interval(np.arange(5.0)) == (0.0, 4.0, 1 - 2 / 32)  # 93.75%: below 95%, said so
+    assert median_interval(np.arange(6.0)) == (0.0, 5.0, 1 - 2 / 64)
+    # 10 seeds: k = 2 keeps 1 - 2 * 11/1024 = 97.9%; k = 3 would be 1 - 2 * 56/1024 = 89.1%.
+    assert median_interval(np.arange(10.0)) == (1.0, 8.0, 1 - 22 / 1024)
+    assert all(np.isnan(median_interval(np.array([1.0]))))
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_median_interval_keeps_its_stated_coverage(n: int) -> None:
+    """Simulated on 2,000 skewed data sets, the interval covers the true median as often as the
+    coverage it states (binomial standard error at 2,000 sets: under 1%; allowed: 2.5%)."""
+    stated = median_interval(np.zeros(n))[2]
+    assert median_coverage(n) == pytest.approx(stated, abs=0.025)
+
+
+def test_the_table_notes_give_the_exact_coverage(tmp_path: Path) -> None:
+    _write(tmp_path)
+    table = time_to_common_score(load_results(tmp_path / "curves").curves)
+    md = write_time_to_score(table, tmp_path / "out")["md"].read_text()
+    assert "exact coverage 50% at 2 seeds, 75% at 3 seeds" in md
+    assert "no interval of a median over fewer than 6 seeds reaches 95%" in md
 
 
 def test_median_seed_missing_the_target_is_censored_at_the_budget(tmp_path: Path) -> None:
@@ -74,7 +94,7 @@ def test_median_seed_missing_the_target_is_censored_at_the_budget(tmp_path: Path
     assert es["n_reached"] == 1 and es["timesteps_censored"] and es["timesteps"] == 400.0
     assert (es["timesteps_low"], es["timesteps_high"]) == (100.0, np.inf)  # P(median = 100) = 7/27
     shown = display_time_to_score(table.reset_index()).set_index("Algorithm")
-    assert shown.loc["ES (OpenAI)", "Timesteps, median [95% CI]"] == "> 400 [100, > 400]"
+    assert shown.loc["ES (OpenAI)", "Timesteps, median [CI]"] == "> 400 [100, > 400]"
     assert shown.loc["ES (OpenAI)", "Seeds reached"] == "1/3"
     paths = write_time_to_score(table.reset_index(), tmp_path / "out")
     assert {p.suffix for p in paths.values()} == {".csv", ".md", ".tex"}
@@ -93,7 +113,7 @@ def test_an_algorithm_that_never_improved_does_not_set_the_common_score(tmp_path
     assert not a2c["improved"] and np.isnan(a2c["timesteps"]) and a2c["n_reached"] == 0
     assert table.loc["openai_es", "timesteps"] == 300.0  # unchanged
     shown = display_time_to_score(table.reset_index()).set_index("Algorithm")
-    assert shown.loc[algo_label("a2c"), "Timesteps, median [95% CI]"] == "did not improve"
+    assert shown.loc[algo_label("a2c"), "Timesteps, median [CI]"] == "did not improve"
     md = write_time_to_score(table.reset_index(), tmp_path / "out")["md"].read_text()
     assert "Did not improve (no run ever evaluated above its timestep-0 evaluation" in md
     assert f"common score): {algo_label('a2c')}." in md

@@ -101,7 +101,7 @@ from esbench.analysis.table2 import (
     write_table2,
 )
 from esbench.analysis.tables import fmt_num, write_table
-from esbench.analysis.time_to_score import time_to_common_score, write_time_to_score
+from esbench.analysis.time_to_score import coverage_text, time_to_common_score, write_time_to_score
 from esbench.analysis.verdicts import (
     TIME_CI_METHOD,
     UNDECIDED,
@@ -490,7 +490,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
                 f"{_seed_count_text(table['n_seeds_rl'], 'TRPO')} per task",
             )
         )
-    sec.body += _section_time_to_score(results, root, rng).body
+    sec.body += _section_time_to_score(results, root).body
     return sec
 
 
@@ -759,10 +759,10 @@ def _projection(results: Results, table: pd.DataFrame, root: Path) -> list[str]:
     return [projection_markdown(cal, local), _figure_md(paths, root, caption)]
 
 
-def _section_time_to_score(results: Results, root: Path, rng: np.random.Generator) -> Section:
+def _section_time_to_score(results: Results, root: Path) -> Section:
     """The wall-clock comparison: time each algorithm needs to reach the score all of them reach."""
     sec = Section()
-    table = time_to_common_score(results.curves, rng=rng, stopped=stopped_runs(results))
+    table = time_to_common_score(results.curves, stopped=stopped_runs(results))
     if table.empty:
         return sec
     sec.body.append(
@@ -770,15 +770,15 @@ def _section_time_to_score(results: Results, root: Path, rng: np.random.Generato
         "The paper's wall-clock argument: ES takes more timesteps than TRPO but, spread over "
         "workers, less time. Per environment, the score every improving algorithm's mean curve "
         "reaches, and the median over seeds of the timesteps and seconds to first reach it, with "
-        "95% bootstrap intervals over seeds. An algorithm that never evaluated above its "
-        "timestep-0 score does not set the common score (listed as did not improve).\n\n"
-        + _table_md(write_time_to_score(table, root / "tables"), root)
+        f"the median's distribution-free interval: {coverage_text(table)}. An algorithm that "
+        "never evaluated above its timestep-0 score does not set the common score (listed as did "
+        "not improve).\n\n" + _table_md(write_time_to_score(table, root / "tables"), root)
     )
     return sec
 
 
 def _section_curves(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
-    return _section_time_to_score(results, root, rng)
+    return _section_time_to_score(results, root)
 
 
 def _section_es_family(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
@@ -792,7 +792,7 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
         "variant's final score against OpenAI-ES.\n\n"
         + _table_md(write_family_table(table, root / "tables"), root)
     )
-    sec.body += _section_time_to_score(results, root, rng).body
+    sec.body += _section_time_to_score(results, root).body
     return sec
 
 

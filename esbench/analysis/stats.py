@@ -24,6 +24,7 @@ N_RESAMPLES = 2000
 
 #: The interval method of :func:`mean_ci`, as a report names it.
 MEAN_CI_METHOD = "Student-t interval of the mean over seeds"
+MEDIAN_CI_METHOD = "distribution-free order-statistic interval of the median over seeds"
 
 #: Distributions :func:`simulated_coverage` draws from: name -> (sampler, true mean).
 #: ``lognormal`` (sigma 1) is the skewed case a report quotes beside the normal one.
@@ -124,6 +125,31 @@ def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray
     if squeeze:
         return low[0], high[0]
     return low, high
+
+
+def median_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The median's distribution-free interval between two order statistics, and its exact coverage.
+
+    ``[x_(k), x_(n+1-k)]`` of the sorted ``values`` covers the true median with probability
+    ``1 - 2 P(B <= k - 1)``, B ~ Binomial(n, 1/2), for any continuous distribution (only ranks
+    matter, so +inf, a seed that never got there, is a value like any other). k is the largest
+    whose coverage is at least ``confidence``. Below 6 seeds no pair reaches 95%: the widest,
+    ``[min, max]``, is returned with the coverage it has (75% at 3 seeds, 87.5% at 4, 93.75% at 5),
+    and the report prints that number, not 95%. A percentile bootstrap of the median is no better:
+    at 3 seeds it also gives [min, max] (76% measured), and at 10 it under-covers (91%).
+
+    Returns:
+        ``(low, high, coverage)``; NaNs below 2 values.
+    """
+    x = np.sort(np.asarray(values, dtype=float))
+    n = x.size
+    if n < 2:
+        return float("nan"), float("nan"), float("nan")
+    k = 1
+    while k + 1 <= n // 2 and 1.0 - 2.0 * stats.binom.cdf(k, n, 0.5) >= confidence:
+        k += 1
+    coverage = 1.0 - 2.0 * float(stats.binom.cdf(k - 1, n, 0.5))
+    return float(x[k - 1]), float(x[n - k]), coverage
 
 
 def mean_ci(

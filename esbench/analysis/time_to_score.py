@@ -9,10 +9,11 @@ and is listed as "did not improve" instead.
 
 Each run (seed) then gets the first evaluation point at or above the target, on timesteps and on
 its own wall-clock (+inf where it never got there). The statistic is the **median over seeds** of
-those times, with a 95% percentile bootstrap interval over seeds (seeds resampled with
-replacement, one seeded Generator, :func:`esbench.analysis.verdicts.resample_medians`); a median
-or interval end that is +inf (the median seed never got there) is shown censored, ``"> x"``, with
-x the longest run's budget. A run that stopped at its target score (``budget.stop_at_return``)
+those times, with the median's distribution-free order-statistic interval
+(:func:`esbench.analysis.stats.median_interval`): 95% where the seeds allow it, and otherwise the
+widest, whose exact coverage (75% at 3 seeds) is in the table's ``ci_coverage`` column and its
+notes. A median or interval end that is +inf (the median seed never got there) is shown censored,
+``"> x"``, with x the longest run's budget. A run that stopped at its target score (``budget.stop_at_return``)
 reached every score up to it at its stopping point, like any run; above it, it is censored at its
 stop. A point confirmed on fresh evaluation seeds before a stop counts at the lower of its
 evaluation and its confirmation (:func:`esbench.analysis.stats.reach_scores`), and nothing held
@@ -28,9 +29,8 @@ import pandas as pd
 
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.figures import algo_label
-from esbench.analysis.stats import REACH_COLUMN, reach_scores
+from esbench.analysis.stats import MEDIAN_CI_METHOD, REACH_COLUMN, median_interval, reach_scores
 from esbench.analysis.tables import fmt_num, write_table
-from esbench.analysis.verdicts import percentile_interval, resample_medians
 
 TIME_TO_SCORE_COLUMNS: tuple[str, ...] = (
     "env_id",
@@ -39,6 +39,7 @@ TIME_TO_SCORE_COLUMNS: tuple[str, ...] = (
     "target",
     "n_seeds",
     "n_reached",
+    "ci_coverage",
     "timesteps",
     "timesteps_low",
     "timesteps_high",
@@ -64,31 +65,24 @@ def improved(runs: pd.DataFrame) -> bool:
     return False
 
 
-def _median_with_interval(
-    values: np.ndarray, budget: float, rng: np.random.Generator
-) -> tuple[float, float, float, bool]:
+def _median_with_interval(values: np.ndarray, budget: float) -> tuple[float, float, float, bool]:
     """(median, low, high, censored) of per-seed times (+inf: never reached).
 
     The median is replaced by ``budget`` and ``censored`` set when it is +inf (read "more than
-    budget"); low/high are the 95% percentile bootstrap interval of the median (+inf ends kept), NaN
+    budget"); low/high are :func:`~esbench.analysis.stats.median_interval`'s (+inf ends kept), NaN
     with fewer than 2 seeds.
     """
     if not values.size:
         return float("nan"), float("nan"), float("nan"), False
     med = float(np.median(values))
-    low = high = float("nan")
-    if values.size >= 2:
-        low, high = percentile_interval(resample_medians(values, rng))
+    low, high, _ = median_interval(values)
     if np.isfinite(med):
         return med, low, high, False
     return budget, low, high, True
 
 
 def time_to_common_score(
-    curves: pd.DataFrame,
-    series: str = "algo",
-    rng: np.random.Generator | None = None,
-    stopped: set[object] | None = None,
+    curves: pd.DataFrame, series: str = "algo", stopped: set[object] | None = None
 ) -> pd.DataFrame:
     """One row per (environment, ``series`` value): the common target and the time to reach it.
 
@@ -96,7 +90,6 @@ def time_to_common_score(
         curves: Curve table of :func:`esbench.analysis.load.load_curves` (complete runs; needs
             ``env_id``, ``run_id``, ``timesteps``, ``wall_clock_s``, ``eval_return_mean``).
         series: Column that names the compared conditions (default ``algo``).
-        rng: Generator of the bootstrap resamples; default ``default_rng(0)``.
         stopped: run_ids that ended at their target score (their end does not cut short the mean
             curves that set the common score, :func:`esbench.analysis.curves.mean_curve`).
 
@@ -105,7 +98,6 @@ def time_to_common_score(
         least two conditions. Conditions that did not improve (``improved`` False) have NaN times;
         ``target`` is NaN where no condition improved.
     """
-    rng = rng if rng is not None else np.random.default_rng(0)
     nan = float("nan")
     rows = []
     evals = curves.dropna(subset=["eval_return_mean"])
@@ -133,6 +125,7 @@ def time_to_common_score(
                 "target": target,
                 "n_seeds": len(steps),
                 "n_reached": int(np.isfinite(steps).sum()) if learned[name] else 0,
+                "ci_coverage": median_interval(np.zeros(len(steps)))[2],
                 "timesteps_budget": max(budgets_t),
                 "wall_clock_budget": max(budgets_s),
                 "steps_per_s": float(np.sum(budgets_t) / np.sum(budgets_s)),
@@ -142,7 +135,7 @@ def time_to_common_score(
                 ("wall_clock", secs, max(budgets_s)),
             ):
                 if learned[name] and np.isfinite(target):
-                    med, low, high, cens = _median_with_interval(np.asarray(times), budget, rng)
+                    med, low, high, cens = _median_with_interval(np.asarray(times), budget)
                 else:
                     med, low, high, cens = nan, nan, nan, False
                 value_key = "wall_clock_s" if key == "wall_clock" else key
@@ -176,11 +169,26 @@ def display_time_to_score(table: pd.DataFrame) -> pd.DataFrame:
             "Seeds reached": [
                 f"{r['n_reached']}/{r['n_seeds']}" if r["improved"] else f"—/{r['n_seeds']}" for r in rows
             ],
-            "Timesteps, median [95% CI]": [cell(r, "timesteps", "timesteps") for r in rows],
-            "Wall-clock s, median [95% CI]": [cell(r, "wall_clock", "wall_clock_s") for r in rows],
+            "Timesteps, median [CI]": [cell(r, "timesteps", "timesteps") for r in rows],
+            "Wall-clock s, median [CI]": [cell(r, "wall_clock", "wall_clock_s") for r in rows],
             "Timesteps/s": [fmt_num(v) for v in table["steps_per_s"]],
         }
     )
+
+
+def coverage_text(table: pd.DataFrame) -> str:
+    """The intervals' exact coverage at the table's seed counts, e.g. "exact coverage 75% at 3
+    seeds (no interval of a median over fewer than 6 seeds reaches 95%)"."""
+    counts = sorted({int(n) for n in table["n_seeds"] if int(n) >= 2})
+    if not counts:
+        return "no interval with fewer than 2 seeds"
+    parts = [f"{100 * median_interval(np.zeros(n))[2]:.3g}% at {n} seeds" for n in counts]
+    text = "exact coverage " + ", ".join(parts)
+    if counts[0] < 6:
+        text += (
+            " (no interval of a median over fewer than 6 seeds reaches 95%; at 6 or more it is 95% or above)"
+        )
+    return text
 
 
 def write_time_to_score(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
@@ -188,7 +196,7 @@ def write_time_to_score(table: pd.DataFrame, out_dir: str | Path) -> dict[str, P
     notes = (
         "Common score: the lowest of the improving algorithms' best mean evaluation returns on that "
         "environment. Per seed, the first evaluation at or above it; shown: the median over seeds "
-        "with its 95% percentile bootstrap interval over seeds. '> x': the median seed (or the "
+        f"with its {MEDIAN_CI_METHOD}, {coverage_text(table)}. '> x': the median seed (or the "
         "interval's end) did not reach it within the budget x. A run stopped at a target score "
         "counts as reached at its stopping timestep. Wall-clock includes evaluations; Timesteps/s: "
         "the runs' timesteps over their wall-clock, evaluations included."

@@ -423,17 +423,6 @@ def resample_means(
     return v[idx].mean(axis=1)
 
 
-def resample_medians(
-    values: np.ndarray, rng: np.random.Generator, n_resamples: int = N_RESAMPLES
-) -> np.ndarray:
-    """Bootstrap distribution of the median of ``values`` (shape (n,), +inf allowed: a seed that
-    never got there): shape (n_resamples,). A median with an infinite middle value is +inf: the
-    median seed did not get there."""
-    v = np.asarray(values, dtype=float)
-    idx = rng.integers(0, len(v), size=(n_resamples, len(v)))
-    return np.median(v[idx], axis=1)
-
-
 def percentile_interval(draws: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """The percentile interval of a bootstrap distribution (order statistics, so +inf ends stay
     +inf instead of turning into NaN by interpolation)."""
