@@ -283,3 +283,18 @@ def test_an_algorithm_that_never_beats_its_first_evaluation_is_flat() -> None:
     )
     assert not improved(curves[curves["algo"] == "a2c"])
     assert improved(curves[curves["algo"] == "openai_es"])
+
+
+def test_curves_report_states_the_coverage_of_its_iqm_band_and_median_intervals(tmp_path) -> None:
+    """Two tasks, two algorithms, 3 seeds: the IQM band's caption gives its coverage simulated at
+    3 seeds x 2 tasks, and the time-to-score table its medians' exact coverage (75%), not 95%."""
+    from esbench.analysis.coverage import iqm_coverage
+
+    for env_id in ("Hopper-v5", "Swimmer-v5"):
+        for seed in range(3):
+            write_run(tmp_path / "runs", "curves", "trpo", env_id, seed, T, 0.1 * T + seed)
+            write_run(tmp_path / "runs", "curves", "openai_es", env_id, seed, T, 0.08 * T + 2 * seed)
+    report = build_report("curves", tmp_path / "runs", tmp_path / "paper").read_text()
+    expected = f"measured coverage at 3 seeds x 2 tasks: {100 * iqm_coverage(3, 2):.0f}% on 200 simulated"
+    assert report.count(expected) == 4  # two figures (timesteps, wall-clock), each alt text and caption
+    assert "exact coverage 75% at 3 seeds (no interval of a median over fewer than 6 seeds" in report

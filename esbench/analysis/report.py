@@ -16,6 +16,7 @@ recompute it. The report contains no timestamps: the same data and seed give the
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
-from esbench.analysis.coverage import ratio_coverage
+from esbench.analysis.coverage import iqm_coverage, ratio_coverage
 from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import family_table, write_family_table
 from esbench.analysis.figures import algo_label
@@ -241,7 +242,8 @@ def _curve_figures(
                     ". Last panel: interquartile mean (IQM) over tasks of the normalized return, "
                     "(R - R_min) / (R_max - R_min) with R_min and R_max the lowest and highest "
                     "evaluation return any algorithm reached on the task (0 and 1), against the "
-                    f"fraction of {_IQM_SPAN[x]}; stratified bootstrap band"
+                    f"fraction of {_IQM_SPAN[x]}; stratified bootstrap band, "
+                    + _iqm_coverage_text(results.complete, int(results.curves["env_id"].nunique()))
                 )
             if stopped_runs(results):
                 caption += (
@@ -261,6 +263,26 @@ _IQM_SPAN: dict[str, str] = {
     "stopped early)",
     "wall_clock_s": "the seconds every seed of the algorithm ran on the task (up to its fastest seed's end)",
 }
+
+
+@functools.lru_cache(maxsize=8)
+def _iqm_coverage(n_seeds: int, n_tasks: int) -> float:
+    """:func:`~esbench.analysis.coverage.iqm_coverage`, once per report build (two figures ask)."""
+    return iqm_coverage(n_seeds, n_tasks)
+
+
+def _iqm_coverage_text(runs: pd.DataFrame, n_tasks: int) -> str:
+    """The IQM band's nominal level and its coverage simulated at the report's fewest seeds per
+    condition and its number of tasks (:func:`esbench.analysis.coverage.iqm_coverage`, 200 data sets)."""
+    by = [c for c in ("algo", "env_id") if c in runs.columns]
+    n_seeds = int(runs.groupby(by, sort=True).size().min()) if len(runs) and by else 0
+    if n_seeds < 2:
+        return "95% nominal"
+    coverage = _iqm_coverage(n_seeds, n_tasks)
+    return (
+        f"95% nominal; measured coverage at {n_seeds} seeds x {n_tasks} tasks: {100 * coverage:.0f}% "
+        "on 200 simulated data sets"
+    )
 
 
 def _seeds_per_condition(runs: pd.DataFrame, by: Sequence[str]) -> str:
