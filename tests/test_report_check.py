@@ -195,9 +195,7 @@ CHECKABLE = [p for p in COMMITTED if (p / "data").is_dir()]
 #: Committed reports made before reports shipped their data/. The list may only shrink: regenerate
 #: a report with ``esbench reproduce <recipe> scale=<its scale> out_dir=paper`` and delete its line.
 WITHOUT_DATA = {
-    "paper/curves",
     "paper/frameskip",
-    "paper/scaling",
     "paper/table2",
 }
 
