@@ -21,7 +21,6 @@ class Watched:
 
     processes: dict[int, psutil.Process] = field(default_factory=dict)  #: pid -> process (start time kept)
     listening: dict[int, set[str]] = field(default_factory=dict)  #: pid -> IPs it listened on
-    environ: dict[int, dict[str, str]] = field(default_factory=dict)  #: pid -> its last-read environment
 
     def servers(self) -> dict[int, set[str]]:
         """pid -> IPs of the processes that listened on anything."""
@@ -55,8 +54,7 @@ def watch(
     proc: subprocess.Popen[bytes], more_roots: Callable[[], list[int]] = list, poll_s: float = 0.05
 ) -> Watched:
     """Until ``proc`` exits, record it, its descendants and those of ``more_roots()`` (pids of
-    processes the test's fakes started), with the IPs of their LISTEN sockets and their
-    environment variables."""
+    processes the test's fakes started), with the IPs of their LISTEN sockets."""
     seen = Watched()
     while proc.poll() is None:
         roots = []
@@ -75,8 +73,7 @@ def watch(
                     ips = {
                         c.laddr.ip for c in child.net_connections("inet") if c.status == psutil.CONN_LISTEN
                     }
-                    seen.environ[child.pid] = child.environ()
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                except psutil.NoSuchProcess:
                     continue
                 seen.processes.setdefault(child.pid, child)
                 seen.listening.setdefault(child.pid, set()).update(ips)

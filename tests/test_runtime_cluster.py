@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -27,12 +30,21 @@ OVERRIDES = [
 ]
 
 
+#: What a Dask nanny leaves in its own process's environment (and so in every later child's).
+DASK_TRIM = {"MALLOC_TRIM_THRESHOLD_": "65536"}
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
-    """One single-worker LocalCluster started by ``dask_client``, as a run starts it."""
+    """One single-worker LocalCluster started by ``dask_client``, as a run starts it, from a
+    process whose environment an earlier nanny has set MALLOC_TRIM_THRESHOLD_ in (a notebook that
+    ran a default LocalCluster, a test session): the worker inherits it."""
     cfg = compose_run_config(OVERRIDES)
-    with dask_client(cfg.cluster, quiet=True) as c:
-        yield c
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in DASK_TRIM.items():
+            mp.setenv(key, value)
+        with dask_client(cfg.cluster, quiet=True) as c:
+            yield c
 
 
 def test_local_cluster_polls_memory_and_system_at_the_configured_interval(client: Client) -> None:
@@ -49,11 +61,29 @@ def test_local_cluster_polls_memory_and_system_at_the_configured_interval(client
     assert "profile" not in worker  # Dask's stack sampler is off by default
 
 
-def test_local_cluster_workers_keep_glibc_adaptive_malloc(client: Client) -> None:
-    """Dask's nannies set MALLOC_TRIM_THRESHOLD_ for their workers unless told not to; with it,
-    every allocation over 128 kB is a fresh mmap (Atari's CNN activations, every step)."""
-    (trim,) = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()
-    assert trim is None
+def _page_faults_per_large_allocation() -> float:
+    """Minor page faults per allocation of a fresh 1 MB array (touched, then freed), over 50."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):
+        a = np.ones(1 << 18, dtype=np.float32)  # 1 MB: over glibc's default 128 kB mmap threshold
+        del a
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 50
+
+
+def _faults_after_a_task(spec: RunSpec) -> tuple[str | None, float]:
+    get_context(spec)  # what every rollout task does first
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_"), _page_faults_per_large_allocation()
+
+
+def test_worker_rollouts_keep_large_allocations_on_the_heap(client: Client) -> None:
+    """In a real Dask worker that inherited Dask's MALLOC_TRIM_THRESHOLD_, once a task has run, a
+    1 MB allocation no longer faults its 256 pages in again: glibc serves it from the heap."""
+    spec = RunSpec.from_config(compose_run_config(OVERRIDES), run_key="test-allocator")
+    trim, faults = client.submit(_faults_after_a_task, spec, pure=False).result()
+    assert trim == DASK_TRIM["MALLOC_TRIM_THRESHOLD_"]  # the case this guards against
+    assert faults < 10, faults
 
 
 def test_evaluator_keeps_a_generations_results_until_the_next_is_submitted(client: Client) -> None:
@@ -126,3 +156,42 @@ def test_a_cluster_shutdown_that_times_out_is_logged_not_raised(caplog: pytest.L
     assert "did not shut down in time" in caplog.text
     with pytest.raises(RuntimeError):
         close_quietly(SlowToClose(RuntimeError("broken")))
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_dask_trim_setting_faults_every_large_allocation_unless_undone(fixed: bool) -> None:
+    """The measurement can tell the two apart: in a process started with Dask's setting, every
+    1 MB allocation faults its 256 pages of 4 kB; after keep_large_allocations_on_the_heap, none do."""
+    code = (
+        "import numpy as np, resource\n"
+        "from esbench.runtime.allocator import keep_large_allocations_on_the_heap\n"
+        f"if {fixed}:\n    assert keep_large_allocations_on_the_heap()\n"
+        "b = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(50):\n    a = np.ones(1 << 18, dtype=np.float32); del a\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - b) / 50)"
+    )
+    env = {**os.environ, **DASK_TRIM}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    faults = float(run.stdout)
+    assert faults < 10 if fixed else faults > 200, faults
+
+
+def test_dask_config_reaches_a_spawned_dask_process_with_its_case_and_none_values() -> None:
+    """``cluster=processes`` hands its Dask settings to the `dask scheduler` and `dask worker`
+    processes through the environment: a key with upper case (a nanny's pre-spawn variable) and a
+    None value (which unsets it) arrive as set, as does an ordinary key."""
+    from esbench.runtime.cluster import _local_cluster_config
+    from esbench.runtime.processes import dask_env
+
+    config = _local_cluster_config(compose_run_config(OVERRIDES).cluster)
+    code = (
+        "import json, distributed, dask.config as c\n"  # distributed adds its defaults on import
+        "print(json.dumps([c.get('distributed.nanny.pre-spawn-environ'),\n"
+        "                  c.get('distributed.admin.tick.interval')]))"
+    )
+    env = {**os.environ, **dask_env(config)}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    spawn_env, tick = json.loads(run.stdout)
+    assert spawn_env["MALLOC_TRIM_THRESHOLD_"] is None  # a nanny leaves a None variable unset
+    assert spawn_env["OMP_NUM_THREADS"] == 1  # Dask's other defaults stay
+    assert tick == "2.5s"  # cluster.monitor_interval_s, an ordinary key

@@ -342,7 +342,9 @@ def _local_cluster_config(cluster_cfg: Any) -> dict[str, Any]:
       (each Atari CNN activation, every step) becomes a fresh ``mmap`` whose pages fault in again:
       7x the page faults of a rollout here, 5-15% of an Atari worker's CPU time (measured with
       ``esbench bench atari``). A rollout's allocations repeat every step, so the memory trimming
-      would return is the memory the next step takes back; None removes the variable.
+      would return is the memory the next step takes back; None removes the variable. (Each worker
+      also undoes it itself before its first rollout, :mod:`esbench.runtime.allocator`, since a
+      process that once ran a default nanny passes the variable on to every later child.)
     """
     interval = f"{float(cluster_cfg.monitor_interval_s)}s"
     return {

@@ -26,6 +26,7 @@ from esbench.policies import ObsStats, Policy, make_policy
 from esbench.policies.episode import Episode, run_episode
 from esbench.policies.lowrank import LowRank, LowRankBatchedMLP, LowRankSource
 from esbench.policies.mlp import BatchedMLP, MLPPolicy
+from esbench.runtime.allocator import keep_large_allocations_on_the_heap
 from esbench.runtime.lockstep import EpisodeJob, run_lockstep
 from esbench.runtime.replica import SyncMessage, TrainerState, advance, state_digest
 from esbench.strategies import ESState, Population, Strategy, make_strategy
@@ -275,6 +276,7 @@ def get_context(spec: RunSpec) -> RunContext:
     """This process's context for ``spec.run_key`` (the few most recently used runs are kept)."""
     ctx = _CONTEXTS.get(spec.run_key)
     if ctx is None:
+        keep_large_allocations_on_the_heap()  # whatever a Dask nanny put in this process's env
         if spec.policy.get("kind") == "cnn" or "torch" in sys.modules:  # MLP rollouts need no torch
             import torch
 
