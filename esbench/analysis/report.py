@@ -274,8 +274,8 @@ def _iqm_coverage(n_seeds: int, n_tasks: int) -> float:
 def _iqm_coverage_text(runs: pd.DataFrame, n_tasks: int) -> str:
     """The IQM band's nominal level and its coverage simulated at the report's fewest seeds per
     condition and its number of tasks (:func:`esbench.analysis.coverage.iqm_coverage`, 200 data sets)."""
-    by = [c for c in ("algo", "env_id") if c in runs.columns]
-    n_seeds = int(runs.groupby(by, sort=True).size().min()) if len(runs) and by else 0
+    counts = _seed_counts(runs, ["algo", "env_id"])
+    n_seeds = int(counts.min()) if len(counts) else 0
     if n_seeds < 2:
         return "95% nominal"
     coverage = _iqm_coverage(n_seeds, n_tasks)
@@ -285,11 +285,16 @@ def _iqm_coverage_text(runs: pd.DataFrame, n_tasks: int) -> str:
     )
 
 
+def _seed_counts(runs: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Complete runs per condition of ``by`` (the columns of it that ``runs`` has)."""
+    by = [c for c in by if c in runs.columns]
+    return runs.groupby(by, sort=True).size() if len(runs) and by else pd.Series([], dtype=int)
+
+
 def _seeds_per_condition(runs: pd.DataFrame, by: Sequence[str]) -> str:
     """Caption text for the seeds behind each curve: the complete runs per condition of ``by``,
     as "n = 3 seeds per condition" (or "n = 3 to 5 seeds per condition")."""
-    by = [c for c in by if c in runs.columns]
-    counts = runs.groupby(by, sort=True).size() if len(runs) and by else pd.Series([], dtype=int)
+    counts = _seed_counts(runs, by)
     if counts.empty:
         return "no complete run"
     lo, hi = int(counts.min()), int(counts.max())

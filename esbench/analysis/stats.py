@@ -145,11 +145,21 @@ def median_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float
     n = x.size
     if n < 2:
         return float("nan"), float("nan"), float("nan")
+    k, coverage = _median_rank(n, confidence)
+    return float(x[k - 1]), float(x[n - k]), coverage
+
+
+def median_interval_coverage(n: int, confidence: float = 0.95) -> float:
+    """The exact coverage of :func:`median_interval` over ``n`` values (NaN below 2)."""
+    return _median_rank(n, confidence)[1] if n >= 2 else float("nan")
+
+
+def _median_rank(n: int, confidence: float) -> tuple[int, float]:
+    """(k, coverage) of :func:`median_interval` over ``n >= 2`` values."""
     k = 1
     while k + 1 <= n // 2 and 1.0 - 2.0 * stats.binom.cdf(k, n, 0.5) >= confidence:
         k += 1
-    coverage = 1.0 - 2.0 * float(stats.binom.cdf(k - 1, n, 0.5))
-    return float(x[k - 1]), float(x[n - k]), coverage
+    return k, 1.0 - 2.0 * float(stats.binom.cdf(k - 1, n, 0.5))
 
 
 def mean_ci(

@@ -29,7 +29,13 @@ import pandas as pd
 
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.figures import algo_label
-from esbench.analysis.stats import MEDIAN_CI_METHOD, REACH_COLUMN, median_interval, reach_scores
+from esbench.analysis.stats import (
+    MEDIAN_CI_METHOD,
+    REACH_COLUMN,
+    median_interval,
+    median_interval_coverage,
+    reach_scores,
+)
 from esbench.analysis.tables import fmt_num, write_table
 
 TIME_TO_SCORE_COLUMNS: tuple[str, ...] = (
@@ -125,7 +131,7 @@ def time_to_common_score(
                 "target": target,
                 "n_seeds": len(steps),
                 "n_reached": int(np.isfinite(steps).sum()) if learned[name] else 0,
-                "ci_coverage": median_interval(np.zeros(len(steps)))[2],
+                "ci_coverage": median_interval_coverage(len(steps)),
                 "timesteps_budget": max(budgets_t),
                 "wall_clock_budget": max(budgets_s),
                 "steps_per_s": float(np.sum(budgets_t) / np.sum(budgets_s)),
@@ -182,7 +188,7 @@ def coverage_text(table: pd.DataFrame) -> str:
     counts = sorted({int(n) for n in table["n_seeds"] if int(n) >= 2})
     if not counts:
         return "no interval with fewer than 2 seeds"
-    parts = [f"{100 * median_interval(np.zeros(n))[2]:.3g}% at {n} seeds" for n in counts]
+    parts = [f"{100 * median_interval_coverage(n):.3g}% at {n} seeds" for n in counts]
     text = "exact coverage " + ", ".join(parts)
     if counts[0] < 6:
         text += (

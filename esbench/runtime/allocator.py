@@ -17,7 +17,6 @@ twice that), in the worker process itself, so it holds on every cluster kind (a 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 #: ``mallopt`` parameters (glibc's malloc.h).
@@ -48,8 +47,7 @@ def _mallopt(param: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: libc's, no library search
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
