@@ -229,8 +229,16 @@ def test_atari_bench_table_states_fraction_of_raw_limit() -> None:
             {"workers": 2, "steady_steps_per_s": 1700.0, "steady_frames_per_s": 6800.0, "generations": 11},
         ],
         "speedup": {1: 1.0, 2: 6800.0 / 3600.0},
+        "repeats": [
+            {"es_over_emulator_plus_cnn": r, "es_over_emulator_plus_cnn_cpu": r + 0.01}
+            for r in (0.84, 0.86, 0.88)
+        ],
     }
     table = format_atari_bench(result)
+    assert (
+        "median of 3 ES runs, each bracketed by its own measurement of the limit, in the order "
+        "run: 0.84, 0.86, 0.88 (CPU time: 0.85, 0.87, 0.89)" in table
+    )
     assert "0.36 of raw ALE x workers (10,000 frames/s)" in table
     assert "1.89x of 1 worker; 0.34 of raw ALE x workers (20,000 frames/s)" in table
     assert "CNN act 30%" in table

@@ -40,10 +40,22 @@ def test_bench_atari_writes_the_ratio_on_a_tiny_run() -> None:
         profile_episodes=2,
         rollout_batch=2,
         limit_seconds=0.3,
+        repeats=3,
     )
     for key in ("limit_steps_per_s", "es_over_emulator_plus_cnn", "es_over_emulator_plus_cnn_cpu"):
         assert math.isfinite(result[key]) and result[key] > 0, key
+    # Three repeats, each with its own limit; the headline is the median of their ratios.
+    ratios = [r["es_over_emulator_plus_cnn"] for r in result["repeats"]]
+    assert len(ratios) == 3 and len({r["limit_steps_per_s"] for r in result["repeats"]}) == 3
+    assert result["es_over_emulator_plus_cnn"] == pytest.approx(sorted(ratios)[1])
+    assert result["es"][0]["es_over_emulator_plus_cnn"] == result["es_over_emulator_plus_cnn"]
     assert result["limit"]["cnn_member_step_s"] == result["cnn"]["member_step_s"]
     assert result["cnn"]["batch"] == 2
     assert "es_over_emulator_plus_cnn" in result["es"][0]
     assert "es_over_emulator_plus_cnn" in format_atari_bench(result)
+    assert "median of 3 ES runs" in format_atari_bench(result)
+
+
+def test_bench_atari_refuses_zero_repeats() -> None:
+    with pytest.raises(ValueError, match="repeats=0"):
+        bench_atari(repeats=0)

@@ -460,6 +460,7 @@ def bench_atari(
     profile_episodes: int = 4,
     rollout_batch: int = 4,
     limit_seconds: float = 5.0,
+    repeats: int = 3,
 ) -> dict[str, Any]:
     """The Atari benchmark: raw ALE rate, rollout profiles, ES throughput for each worker count, and
     ES against the CPU's limit (emulator + batched CNN).
@@ -478,26 +479,29 @@ def bench_atari(
         rollout_batch: ``algo.rollout_batch`` of the lockstep profile, the CNN measurement and
             the ES runs (1: every member one by one); conf/family_env/es_atari.yaml sets 4.
         limit_seconds: Length of each of the emulator and CNN measurements of the limit (half
-            before the ES runs, half after, averaged).
+            right before an ES run, half right after, averaged).
+        repeats: ES runs at the first worker count, each bracketed by its own measurement of the
+            limit. On a shared machine the speed of the same work drifts by 5-10% between
+            minutes, in the limit's parts and in ES alike; the headline ratio is the median of
+            the repeats' ratios (odd ``repeats`` give an actual repeat), and all of them are kept.
 
     Returns:
         ``{"game", "env_id", "frame_skip", "cpu_count", "rollout_batch", "raw": raw_ale_rate(...),
         "profile": rollout_profile(...) one by one, "profile_lockstep": rollout_profile(...) in
         lockstep (absent when ``rollout_batch`` is 1), "es": [es_atari_throughput(...) per worker
-        count, each with its ``es_over_emulator_plus_cnn``], "speedup": {workers: steady frames/s
-        over that of the first entry}, "emulator": emulator_step_s(...), "cnn":
-        cnn_member_step_s(...), "limit": es_limit(...) of the first ES entry,
-        "limit_steps_per_s", "es_over_emulator_plus_cnn"}`` (the last two: the first entry's).
+        count, each with its ``es_over_emulator_plus_cnn``; the first: the median repeat],
+        "repeats": [{"es_over_emulator_plus_cnn", "es_over_emulator_plus_cnn_cpu",
+        "steady_steps_per_s", "limit_steps_per_s"} per repeat, in order], "speedup": {workers:
+        steady frames/s over that of the first entry}, "emulator": emulator_step_s(...), "cnn":
+        cnn_member_step_s(...) (both around the median repeat), "limit": es_limit(...) of the first
+        ES entry, "limit_steps_per_s", "es_over_emulator_plus_cnn"}`` (the last two: the first
+        entry's).
     """
     from esbench.envs.atari import resolve_game
 
+    if repeats < 1:
+        raise ValueError(f"repeats={repeats}: at least one ES run is needed")
     raw = raw_ale_rate(game, frame_skip, raw_seconds)
-    # The limit's parts are measured once before the ES runs and once after, and averaged: on a
-    # shared machine the speed drifts between minutes, and the ratio compares the two.
-    before = (
-        emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2),
-        cnn_member_step_s(game, rollout_batch, limit_seconds / 2),
-    )
     profile = rollout_profile(game, frame_skip, profile_episodes, max_episode_steps)
     lockstep = (
         rollout_profile(game, frame_skip, profile_episodes, max_episode_steps, batch=rollout_batch)
@@ -506,32 +510,49 @@ def bench_atari(
     )
     fastest = max(profile, lockstep or profile, key=lambda p: p["agent_steps_per_s"])
     mean_len = profile["steps"] / profile["episodes"]
-    rows = []
-    for w in workers:
+
+    def limit_parts() -> tuple[dict[str, float], dict[str, float]]:
+        return (
+            emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2),
+            cnn_member_step_s(game, rollout_batch, limit_seconds / 2),
+        )
+
+    def measured(w: int) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
+        """One ES run of ``w`` workers, bracketed by the limit's parts (measured right before and
+        right after, averaged: the ratio compares the two, so they are taken minutes apart at most)."""
         per_gen_s = population_size * mean_len / (fastest["agent_steps_per_s"] * w)
         generations = max(6, math.ceil(seconds / per_gen_s))  # steady: >= 4 generations
-        rows.append(
-            es_atari_throughput(
-                w,
-                generations,
-                game,
-                frame_skip,
-                max_episode_steps,
-                population_size,
-                extra=[f"algo.rollout_batch={rollout_batch}"],
-            )
+        before = limit_parts()
+        row = es_atari_throughput(
+            w,
+            generations,
+            game,
+            frame_skip,
+            max_episode_steps,
+            population_size,
+            extra=[f"algo.rollout_batch={rollout_batch}"],
         )
-    emulator = _averaged(before[0], emulator_step_s(game, frame_skip, max_episode_steps, limit_seconds / 2))
-    cnn = _averaged(before[1], cnn_member_step_s(game, rollout_batch, limit_seconds / 2))
-    for row in rows:
-        per_worker = row["steady_steps_per_s"] / row["workers"]
-        row_limit = es_limit(emulator, cnn, per_worker, row["steady_steps_per_cpu_s"])
-        row["es_over_emulator_plus_cnn"] = row_limit["es_over_emulator_plus_cnn"]
-        row["es_over_emulator_plus_cnn_cpu"] = row_limit["es_over_emulator_plus_cnn_cpu"]
+        after = limit_parts()
+        emulator, cnn = _averaged(before[0], after[0]), _averaged(before[1], after[1])
+        ratio = es_limit(emulator, cnn, row["steady_steps_per_s"] / w, row["steady_steps_per_cpu_s"])
+        row["es_over_emulator_plus_cnn"] = ratio["es_over_emulator_plus_cnn"]
+        row["es_over_emulator_plus_cnn_cpu"] = ratio["es_over_emulator_plus_cnn_cpu"]
+        row["limit_steps_per_s"] = ratio["limit_steps_per_s"]
+        return row, emulator, cnn
+
+    first_runs = [measured(workers[0]) for _ in range(repeats)]
+    ranked = sorted(first_runs, key=lambda run: run[0]["es_over_emulator_plus_cnn"])
+    median_row, emulator, cnn = ranked[(len(ranked) - 1) // 2]
+    rows = [median_row] + [measured(w)[0] for w in workers[1:]]
     first = rows[0]
     limit = es_limit(
         emulator, cnn, first["steady_steps_per_s"] / first["workers"], first["steady_steps_per_cpu_s"]
     )
+    repeat_rows = [
+        {k: run[0][k] for k in ("es_over_emulator_plus_cnn", "es_over_emulator_plus_cnn_cpu",
+                                "steady_steps_per_s", "limit_steps_per_s")}
+        for run in first_runs
+    ]  # fmt: skip
     base = rows[0]["steady_frames_per_s"]
     return {
         "game": game,
@@ -543,6 +564,7 @@ def bench_atari(
         "profile": profile,
         **({"profile_lockstep": lockstep} if lockstep is not None else {}),
         "es": rows,
+        "repeats": repeat_rows,
         "speedup": {r["workers"]: r["steady_frames_per_s"] / base for r in rows},
         "emulator": emulator,
         "cnn": cnn,
@@ -603,4 +625,12 @@ def format_atari_bench(result: dict[str, Any]) -> str:
             f"{lim['es_steps_per_cpu_s']:,.0f} -> es_over_emulator_plus_cnn_cpu "
             f"{lim['es_over_emulator_plus_cnn_cpu']:.2f}.",
         ]
+    if len(result.get("repeats", [])) > 1:
+        reps = result["repeats"]
+        wall = ", ".join(f"{r['es_over_emulator_plus_cnn']:.2f}" for r in reps)
+        cpu = ", ".join(f"{r['es_over_emulator_plus_cnn_cpu']:.2f}" for r in reps)
+        lines.append(
+            f"The ratio is the median of {len(reps)} ES runs, each bracketed by its own measurement "
+            f"of the limit, in the order run: {wall} (CPU time: {cpu})."
+        )
     return "\n".join(lines)
