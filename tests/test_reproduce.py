@@ -256,3 +256,20 @@ def test_paper_scale_gives_es_1_5x_the_papers_es_timesteps_with_stop_at_target_a
         for env in envs:
             seeds = sorted(int(j["seed"]) for j in jobs if (j["algo"], j["env"]) == (algo, env))
             assert seeds == [0, 1, 2, 3, 4, 5], (algo, env)  # the paper's six seeds
+
+
+def test_retention_decisive_is_the_minis_jobs_with_more_seeds() -> None:
+    """The decisive scale adds seeds to the mini's closest comparisons: each of its jobs at a mini
+    seed is a mini job, override for override (so the same config and run id: a results_dir that
+    holds the mini's runs does not run them again), and it runs every seed of 0-9."""
+    recipe = get_recipe("retention")
+
+    def keyed(scale: str) -> set[frozenset[tuple[str, str]]]:
+        return {frozenset(tuple(a.split("=", 1)) for a in job) for job in all_jobs(recipe, scale)}
+
+    mini, decisive = keyed("mini"), keyed("decisive")
+    seeds = {dict(job)["seed"] for job in decisive}
+    assert seeds == {str(s) for s in range(10)}
+    at_mini_seeds = {job for job in decisive if dict(job)["seed"] in {"0", "1", "2"}}
+    assert at_mini_seeds and at_mini_seeds <= mini
+    assert all(dict(job)["budget"] == "mini" for job in decisive)
