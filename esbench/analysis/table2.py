@@ -3,12 +3,16 @@
 Our score per game is the mean over seeds of each run's final evaluation (fixed evaluation seeds;
 by default ES acts deterministically and A2C samples its policy, as A3C's published scores were
 obtained: :mod:`esbench.config.eval_protocol`; the notes say how the runs did), with a 95%
-Student-t CI, and ES minus A2C with its 95% Welch interval. Each game's outcome follows the
-paper's count: ES wins when its score is strictly higher, loses when strictly lower, and a tie
-(equal scores, e.g. both 0 on a game neither learns) is neither a win nor a loss, in the table,
-the counts, the intervals and the claim (:data:`OUTCOMES`). The published count, 23 wins and 28
-losses of 51, is recomputed with the same rule (the published table has no tie). The published
-DQN, A3C FF (1 day) and ES FF (1 hour) scores stand beside ours, matched on ``gymnasium_id``.
+Student-t CI, and ES minus A2C with its 95% Welch interval. Each of our games' outcomes is
+decided by that interval (:func:`game_outcome`): ES wins when the interval lies above 0, loses
+when it lies below, ties when both sides score the same at every seed (e.g. 0 on a game neither
+learns), and the game is undecided otherwise: a higher mean over a few seeds is not a win. A tie
+and an undecided game are neither a win nor a loss, in the table, the counts and the claim
+(:data:`OUTCOMES`); the claim's interval bounds the share of games won over every way the
+undecided games could go (:func:`win_share_interval`). The published scores have no intervals,
+so the paper's count, 23 wins and 28 losses of 51, compares them directly (:func:`outcome`: a
+strictly higher score wins; the published table has no tie). The published DQN, A3C FF (1 day)
+and ES FF (1 hour) scores stand beside ours, matched on ``gymnasium_id``.
 
 Every score, ours and the paper's, is also given human-normalized,
 ``(score - random) / (human - random)`` (:func:`human_normalized`): 0 is random play, 1 the human
@@ -36,10 +40,10 @@ from esbench.tracking.schema import CONFIG_FILE
 ATARI_REFERENCE = REFERENCE_DIR / "salimans2017_atari_table2.csv"
 HUMAN_RANDOM_REFERENCE = REFERENCE_DIR / "wang2016_atari_random_human.csv"
 
-#: A game's outcome for ES against the baseline: strictly higher, strictly lower, equal; "" where a
-#: side has no score.
-WIN, LOSS, TIE = "win", "loss", "tie"
-OUTCOMES: tuple[str, ...] = (WIN, LOSS, TIE)
+#: A game's outcome for ES against the baseline: higher, lower, equal, or (ours only: the interval of
+#: the difference contains 0) undecided; "" where a side has no score.
+WIN, LOSS, TIE, UNDECIDED_GAME = "win", "loss", "tie", "undecided"
+OUTCOMES: tuple[str, ...] = (WIN, LOSS, TIE, UNDECIDED_GAME)
 
 #: Scores that get a human-normalized twin ``<name>_hns`` in :func:`table2`.
 HNS_SCORES: tuple[str, ...] = ("es_score", "rl_score", "paper_dqn", "paper_a3c", "paper_es")
@@ -167,9 +171,31 @@ def run_eval_labels(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(labels, index=runs.index, dtype=object)
 
 
+def game_outcome(es: ArrayLike, rl: ArrayLike) -> str:
+    """One game's outcome for ES from our runs, decided by the 95% Welch interval of ES minus the
+    baseline over seeds (:func:`~esbench.analysis.stats.welch_ci`): ``"win"`` when it lies above 0,
+    ``"loss"`` below 0, ``"tie"`` when both sides score the same at every seed (one seed
+    included), ``"undecided"`` when it contains 0 or a side has fewer than 2 seeds; ``""`` when a
+    side has no run.
+
+    Args:
+        es, rl: Final evaluation returns, one per seed, of ES and of the baseline.
+    """
+    es, rl = np.asarray(es, dtype=float), np.asarray(rl, dtype=float)
+    if not len(es) or not len(rl):
+        return ""
+    if np.all(es == es[0]) and np.all(rl == es[0]):  # one score on both sides, at every seed
+        return TIE
+    _, low, high = welch_ci(es, rl)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return UNDECIDED_GAME
+    return WIN if low > 0 else LOSS if high < 0 else UNDECIDED_GAME
+
+
 def outcome(es_score: float, rl_score: float) -> str:
-    """One game's outcome for ES: ``"win"`` (strictly higher), ``"loss"`` (strictly lower),
-    ``"tie"`` (equal: neither a win nor a loss), ``""`` where either score is NaN."""
+    """The published scores' outcome for ES (no intervals): ``"win"`` (strictly higher),
+    ``"loss"`` (strictly lower), ``"tie"`` (equal: neither a win nor a loss), ``""`` where either
+    score is NaN."""
     if not (np.isfinite(es_score) and np.isfinite(rl_score)):
         return ""
     return WIN if es_score > rl_score else LOSS if es_score < rl_score else TIE
@@ -199,14 +225,16 @@ def count_wins(es_scores: ArrayLike, rl_scores: ArrayLike) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class WinShare:
-    """ES's share of the decided games (wins over wins + losses; ties are neither), with its
-    interval over seeds.
+    """ES's share of the games won (wins over wins + losses; ties are neither), with the interval
+    every way the undecided games could go leaves it in.
 
     Attributes:
-        wins, losses, ties: Outcomes of the means over all seeds (:func:`outcome`).
-        share: ``wins / (wins + losses)``; NaN when every game is a tie.
-        low, high: 95% percentile bootstrap interval of the share (NaN: fewer than 2 seeds on a
-            side of some game, or no game decided in any resample).
+        wins, losses, ties, undecided: Games by :func:`game_outcome`.
+        share: ``wins / (wins + losses)``, over the decided games; NaN when none is decided.
+        low, high: ``wins / (wins + losses + undecided)`` (every undecided game a loss) and
+            ``(wins + undecided) / (wins + losses + undecided)`` (every one a win); NaN when every
+            game is a tie. It covers the true share whenever each decided game's interval is on
+            the side of its true difference (simulated coverage: docs/statistics.md).
         n_games: Games with runs on both sides.
         min_seeds: Fewest seeds any of those games has on either side.
     """
@@ -214,6 +242,7 @@ class WinShare:
     wins: int
     losses: int
     ties: int
+    undecided: int
     share: float
     low: float
     high: float
@@ -221,49 +250,36 @@ class WinShare:
     min_seeds: int
 
 
-def win_share_interval(
-    runs: pd.DataFrame, rng: np.random.Generator, es_algo: str, rl_algo: str = "a2c"
-) -> WinShare:
-    """ES's share of the decided games against ``rl_algo`` and its 95% percentile bootstrap interval.
+def win_share_interval(runs: pd.DataFrame, es_algo: str, rl_algo: str = "a2c") -> WinShare:
+    """ES's share of the games won against ``rl_algo``, and its bounds over the undecided games.
 
-    Per resample each game's seeds are resampled with replacement on each side independently
-    (one seeded Generator, games in sorted order), the means
-    compared with :func:`outcome`'s rule (a tie is neither a win nor a loss), and the share of
-    wins among that resample's decided games taken; resamples with no decided game are left out.
+    Each game with runs on both sides is decided by :func:`game_outcome` (its Welch interval). The
+    share of the games won among those not tied lies between "every undecided game lost" and
+    "every undecided game won", so the claim is decided only when both ends are on one side of it.
 
     Args:
         runs: Complete runs (``env_id``, ``algo``, ``final_eval_return``).
-        rng: Generator of the resamples.
         es_algo: The ES algorithm.
         rl_algo: The baseline.
     """
-    from esbench.analysis.verdicts import percentile_interval, resample_means
-
     nan = float("nan")
-    counts = {WIN: 0, LOSS: 0, TIE: 0}
-    won: np.ndarray | None = None
-    lost: np.ndarray | None = None
+    counts = dict.fromkeys(OUTCOMES, 0)
     seeds: list[int] = []
     for _, env in runs.groupby("env_id", sort=True):
         es = env[env["algo"] == es_algo]["final_eval_return"].to_numpy(float)
         rl = env[env["algo"] == rl_algo]["final_eval_return"].to_numpy(float)
         if not len(es) or not len(rl):
             continue
-        counts[outcome(float(es.mean()), float(rl.mean()))] += 1
-        es_draws, rl_draws = resample_means(es, rng), resample_means(rl, rng)
-        w, lo = (es_draws > rl_draws).astype(int), (es_draws < rl_draws).astype(int)
-        won, lost = (w, lo) if won is None or lost is None else (won + w, lost + lo)
+        counts[game_outcome(es, rl)] += 1
         seeds += [len(es), len(rl)]
-    if won is None or lost is None:
-        return WinShare(0, 0, 0, nan, nan, nan, 0, 0)
-    decided = counts[WIN] + counts[LOSS]
-    share = counts[WIN] / decided if decided else nan
-    low = high = nan
-    if min(seeds) >= 2:
-        ok = (won + lost) > 0
-        if ok.any():
-            low, high = percentile_interval(won[ok] / (won[ok] + lost[ok]))
-    return WinShare(counts[WIN], counts[LOSS], counts[TIE], share, low, high, len(seeds) // 2, min(seeds))
+    if not seeds:
+        return WinShare(0, 0, 0, 0, nan, nan, nan, 0, 0)
+    wins, losses, open_ = counts[WIN], counts[LOSS], counts[UNDECIDED_GAME]
+    decided, open_games = wins + losses, wins + losses + open_
+    share = wins / decided if decided else nan
+    low = wins / open_games if open_games else nan
+    high = (wins + open_) / open_games if open_games else nan
+    return WinShare(wins, losses, counts[TIE], open_, share, low, high, len(seeds) // 2, min(seeds))
 
 
 def published_wins(reference: pd.DataFrame) -> tuple[int, int]:
@@ -297,9 +313,11 @@ def table2(
     Returns:
         DataFrame with columns :data:`TABLE2_COLUMNS`, one row per (game, ES algo); games with
         only one side have NaN on the other, ``outcome`` "" and ``es_wins`` NaN. ``outcome`` is
-        ``win``/``loss``/``tie`` (:func:`outcome`; ``es_wins`` True/False, NaN on a tie), ``diff``
-        ES minus the baseline with its 95% Welch interval ``diff_low``/``diff_high``, and
-        ``paper_outcome``/``paper_es_wins`` the same for the published scores. ``<score>_hns`` is the
+        ``win``/``loss``/``tie``/``undecided`` (:func:`game_outcome`, from the interval of the
+        difference; ``es_wins`` True/False, NaN on a tie or an undecided game), ``diff`` ES minus
+        the baseline with its 95% Welch interval ``diff_low``/``diff_high``, and
+        ``paper_outcome``/``paper_es_wins`` the same for the published scores (:func:`outcome`:
+        they have no intervals). ``<score>_hns`` is the
         human-normalized twin of each of :data:`HNS_SCORES` (from the reference's ``random`` and
         ``human``); ``rl_eval`` says how ``rl_algo``'s runs acted at evaluation
         (:func:`run_eval_labels`, distinct labels joined by ", ").
@@ -323,7 +341,7 @@ def table2(
             es = env[env["algo"] == es_algo]["final_eval_return"].to_numpy(float)
             es_mean, es_low, es_high = mean_ci(es, rng) if len(es) else (np.nan, np.nan, np.nan)
             both = bool(len(es) and len(rl))
-            result = outcome(float(es_mean), float(rl_mean)) if both else ""
+            result = game_outcome(es, rl) if both else ""
             diff, diff_low, diff_high = welch_ci(es, rl) if both else (np.nan, np.nan, np.nan)
             paper_result = outcome(paper("es_ff_1hour"), paper("a3c_ff_1day")) if len(match) else ""
             rows.append(
@@ -368,9 +386,9 @@ def fmt_hns(value: float) -> str:
 
 
 def display_table2(table: pd.DataFrame) -> pd.DataFrame:
-    """Formatted strings; the higher of our ES/A2C scores is marked with ``†`` (neither on a tie);
-    the outcome (win, loss or tie) and ES minus A2C with its 95% Welch interval; human-normalized
-    scores (HNS) in percent beside the raw ones."""
+    """Formatted strings; the winner of a game decided by its interval is marked with ``†``
+    (neither on a tie or an undecided game); the outcome (win, loss, tie or undecided) and ES minus
+    A2C with its 95% Welch interval; human-normalized scores (HNS) in percent beside the raw ones."""
 
     def score(mean: float, low: float, high: float, best: bool) -> str:
         text = fmt_num(mean, 4)
@@ -424,15 +442,17 @@ def eval_note(table: pd.DataFrame) -> str:
 
 def write_table2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """Write ``table2.csv``/``.md``/``.tex`` under ``out_dir``, with the win counts as a note."""
-    wins, losses, ties = count_outcomes(table["es_score"].to_numpy(), table["rl_score"].to_numpy())
+    counts = {k: int((table["outcome"] == k).sum()) for k in OUTCOMES}
     scored = table.dropna(subset=["paper_es", "paper_a3c"])
     pw, pl, pt = count_outcomes(scored["paper_es"].to_numpy(), scored["paper_a3c"].to_numpy())
     notes = (
-        f"Ours: ES beats A2C on {wins}, loses on {losses} and ties on {ties} of {wins + losses + ties} "
-        "games (win: strictly higher mean final score; loss: strictly lower; a tie is neither). "
-        f"Paper, on these games: ES FF beats A3C FF on {pw}, loses on {pl}, ties on {pt}. "
-        "Scores: mean over seeds of the final evaluation [95% Student-t CI]; † marks the higher of ours "
-        "(neither on a tie); ES - A2C: difference of the means [95% Welch CI]. "
+        f"Ours: ES beats A2C on {counts[WIN]}, loses on {counts[LOSS]}, ties on {counts[TIE]} and is "
+        f"undecided on {counts[UNDECIDED_GAME]} of {sum(counts.values())} games (win: the 95% Welch "
+        "interval of ES - A2C lies above 0; loss: below 0; tie: the same score at every seed; "
+        "undecided: the interval contains 0, so a higher mean alone is not a win). "
+        f"Paper, on these games: ES FF beats A3C FF on {pw}, loses on {pl}, ties on {pt} (published "
+        "scores, compared directly). Scores: mean over seeds of the final evaluation [95% Student-t "
+        "CI]; † marks the winner of a decided game; ES - A2C: difference of the means [95% Welch CI]. "
         "Our budgets are far below the paper's (ES 1B frames, A3C 320M). "
         + hns_note(table)
         + eval_note(table)
