@@ -196,7 +196,6 @@ CHECKABLE = [p for p in COMMITTED if (p / "data").is_dir()]
 #: a report with ``esbench reproduce <recipe> scale=<its scale> out_dir=paper`` and delete its line.
 WITHOUT_DATA = {
     "paper/frameskip",
-    "paper/table2",
 }
 
 
