@@ -55,6 +55,14 @@ def test_a_flat_curve_and_one_seed_decide_nothing(tmp_path: Path) -> None:
     assert fv.verdict.word == "undecided" and "needs at least 2 seeds" in fv.verdict.decide
 
 
+def test_one_frame_skip_has_no_difference_to_decide(tmp_path: Path) -> None:
+    """A partial study with one frame skip says so, instead of a difference of a skip with itself."""
+    res = load_results(_store(tmp_path, {1: [10.0, 10.2, 9.8]}))
+    fv = insensitivity_verdict(res.complete, res.curves, PONG_MARGIN)
+    assert fv.verdict.word == "undecided" and fv.verdict.decide == "needs at least 2 frame skips"
+    assert fv.n_pairs == 0 and fv.text() == "one frame skip only: no difference to compare (margin ±3)"
+
+
 def test_frameskip_report_quotes_the_paper_and_draws_figure_2(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     _store(runs, {1: [10.0, 10.2, 9.8], 2: [10.1, 9.9, 10.0], 4: [10.0, 10.3, 9.7]})

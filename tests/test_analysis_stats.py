@@ -67,7 +67,8 @@ def test_coverage_sentence_states_method_seeds_and_coverage() -> None:
     normal = f"{100 * simulated_coverage('t', 5, 'normal'):.1f}%"
     assert text.startswith("Intervals: Student-t interval of the mean over seeds (95% nominal), 5 seeds")
     assert f"{normal} on normal data" in text and "on a skewed (lognormal, sigma 1) case" in text
-    assert "no interval" in coverage_sentence(1)
+    assert "with 1 seed there is no interval" in coverage_sentence(1)
+    assert "with 0 seeds there is no interval" in coverage_sentence(0)
 
 
 def test_iqm_stratified_bootstrap_coverage_is_measured() -> None:

@@ -206,6 +206,8 @@ class FrameskipVerdict:
 
     def text(self) -> str:
         """The largest difference with its interval, the margin and the seeds, in one phrase."""
+        if self.n_pairs == 0:
+            return f"one frame skip only: no difference to compare (margin ±{fmt_num(self.margin, 3)})"
         a, b = self.pair
         ci = f" [{fmt_num(self.low, 3)}, {fmt_num(self.high, 3)}]" if np.isfinite(self.low) else ""
         return (

@@ -433,7 +433,7 @@ def _verdict_text(v: Verdict) -> str:
 def _time_coverage_text(n_seeds: int) -> str:
     """Measured coverage of the time-to-target and ratio intervals at ``n_seeds`` (a report's own)."""
     if n_seeds < 2:
-        return f"none (with {n_seeds} seed there is no interval)"
+        return f"none (with {n_seeds} seed{'' if n_seeds == 1 else 's'} there is no interval)"
     alone, _ = ratio_coverage(n_seeds, 0)
     both, _ = ratio_coverage(n_seeds, n_seeds)
     return (

@@ -332,8 +332,8 @@ def coverage_sentence(n_seeds: int, confidence: float = 0.95, n_datasets: int = 
     level = f"{round(100 * confidence)}%"
     if n_seeds < 2:
         return (
-            f"Intervals: {MEAN_CI_METHOD} ({level}); with {n_seeds} seed there is no interval, so no "
-            "claim is decided from one."
+            f"Intervals: {MEAN_CI_METHOD} ({level}); with {_seeds(n_seeds)} there is no interval, so no "
+            "claim is decided from it."
         )
     normal = simulated_coverage("t", n_seeds, "normal", n_datasets, confidence)
     skewed = simulated_coverage("t", n_seeds, "lognormal", n_datasets, confidence)
@@ -550,3 +550,8 @@ def check_seeds(runs: pd.DataFrame, by: Sequence[str], allow_partial: bool = Fal
 def partial_keys(counts: pd.DataFrame, by: Sequence[str]) -> set[tuple[object, ...]]:
     """The condition keys (tuples over ``by``) marked partial in a :func:`seed_counts` table."""
     return {tuple(row[c] for c in by) for _, row in counts[counts["partial"]].iterrows()}
+
+
+def _seeds(n: int) -> str:
+    """``n`` with the noun "seed" in the right number ("1 seed", "0 seeds")."""
+    return f"{n} seed" if n == 1 else f"{n} seeds"
