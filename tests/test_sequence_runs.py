@@ -97,8 +97,9 @@ def check_data_model(run_dir: Path, stages: list[str]) -> tuple[pd.DataFrame, di
     assert evals.loc[evals["eval_task"] == stages[-1], KL_COLUMN].isna().all()
     later = evals[(evals["train_task"] == stages[1]) & (evals["eval_task"] == stages[0])][KL_COLUMN]
     assert len(later) and later.notna().all() and (later >= 0).all() and later.iloc[-1] > 0
-    (recorded,) = load_stage_states(run_dir / "stage_states.npz")
-    assert recorded.stage == stages[0] and 1 <= len(recorded.states) <= 256
+    recorded_all = load_stage_states(run_dir / "stage_states.npz")  # every stage but the last
+    assert [r.stage for r in recorded_all] == stages[:-1]
+    assert all(1 <= len(r.states) <= 256 for r in recorded_all)
     return metrics, summary
 
 
@@ -472,3 +473,28 @@ def test_rl_also_stochastic_samples_the_policy_beside_the_deterministic_evaluati
     assert both[stochastic].notna().all().all() and plain[stochastic].isna().all().all()
     same = [c for c in plain.columns if c not in (*stochastic, "eval_timesteps")]
     pd.testing.assert_frame_equal(both[same], plain[same])
+
+
+CW10_STAGES = [
+    "hammer", "push-wall", "faucet-close", "push-back", "stick-pull",
+    "handle-press-side", "push", "shelf-place", "window-close", "peg-unplug-side",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_cw10_runs_all_ten_stages_here(tmp_path: Path) -> None:
+    """Continual World's ten tasks as one ES run on this machine (a tiny stage budget): every stage
+    trained in CW's order and evaluated at every point, through the same data model as any sequence."""
+    esbench(
+        "run", "algo=openai_es", "sequence=cw10", *SMALL, "algo.population_size=4",
+        "sequence.stage_timesteps=800", "eval.interval_timesteps=800", "eval.episodes=1",
+        "cluster.n_workers=1", f"results_dir={tmp_path}",
+    )  # fmt: skip
+    run_dir = only_run_dir(tmp_path)
+    metrics, summary = check_data_model(run_dir, CW10_STAGES)
+    assert summary["sequence"] == "cw10" and len(summary["stage_boundaries"]) == 10
+    assert summary["status"] == "complete" and set(metrics["train_task"]) == set(CW10_STAGES)
+    # CW's one-hot task id follows Meta-World's 39 numbers: stage 0's states carry task 0's id.
+    states = np.asarray(load_stage_states(run_dir / "stage_states.npz")[0].states)
+    assert states.shape[1] == 39 + 10
+    np.testing.assert_array_equal(states[:, 39:], np.tile(np.eye(10)[0], (len(states), 1)))
