@@ -498,3 +498,18 @@ def test_cw10_runs_all_ten_stages_here(tmp_path: Path) -> None:
     states = np.asarray(load_stage_states(run_dir / "stage_states.npz")[0].states)
     assert states.shape[1] == 39 + 10
     np.testing.assert_array_equal(states[:, 39:], np.tile(np.eye(10)[0], (len(states), 1)))
+
+
+@pytest.mark.slow
+def test_atari_mode_runs_both_difficulties_here(tmp_path: Path) -> None:
+    """Pong, then Pong at difficulty 2, as one ES run with the A3C CNN (a tiny budget): both stages
+    trained and evaluated at every point, through the same data model as any sequence."""
+    esbench(
+        "run", "algo=openai_es", "sequence=atari_mode", *SMALL, "algo.population_size=4",
+        "sequence.stage_timesteps=400", "eval.interval_timesteps=400", "eval.episodes=1",
+        "env.max_episode_steps=100", "env.eval_max_episode_frames=400", "cluster.n_workers=1",
+        f"results_dir={tmp_path}",
+    )  # fmt: skip
+    run_dir = only_run_dir(tmp_path)
+    _, summary = check_data_model(run_dir, ["difficulty_0", "difficulty_2"])
+    assert summary["status"] == "complete" and summary["env_id"] == "ALE/Pong-v5"
