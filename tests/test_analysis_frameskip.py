@@ -55,6 +55,24 @@ def test_a_flat_curve_and_one_seed_decide_nothing(tmp_path: Path) -> None:
     assert fv.verdict.word == "undecided" and "needs at least 2 seeds" in fv.verdict.decide
 
 
+def test_equal_scores_near_the_untrained_policy_are_not_equally_fast_learning(tmp_path: Path) -> None:
+    """Every frame skip ends within a point of the untrained policy's -21 (some evaluations above it,
+    so the curves are not flat): the differences fit the margin, but no frame skip's gain over the
+    first evaluation has an interval above 0 (fs 1: gains 1, 0, 0.5, mean 0.5, t interval
+    0.5 +- 4.303 * 0.5 / sqrt(3) = [-0.74, 1.74]), so nothing was learned and nothing is decided."""
+    near = {1: [-20.0, -21.0, -20.5], 2: [-20.5, -20.0, -21.0], 4: [-21.0, -20.5, -20.0]}
+    res = load_results(_store(tmp_path, near))
+    fv = insensitivity_verdict(res.complete, res.curves, PONG_MARGIN)
+    assert not fv.flat and fv.learned == ()
+    assert fv.low >= -PONG_MARGIN and fv.high <= PONG_MARGIN  # the largest difference fits
+    assert fv.verdict.word == "undecided" and fv.verdict.decide.startswith("nothing learned to compare")
+    assert fv.text().endswith("at skip: none")
+    # One frame skip that learned (gains 11, 11.5, 10.5: interval above 0) makes the claim decidable.
+    res = load_results(_store(tmp_path / "one_learned", {**near, 2: [-10.0, -9.5, -10.5]}))
+    fv = insensitivity_verdict(res.complete, res.curves, PONG_MARGIN)
+    assert fv.learned == (2,) and fv.verdict.word == "contradicted"
+
+
 def test_one_frame_skip_has_no_difference_to_decide(tmp_path: Path) -> None:
     """A partial study with one frame skip says so, instead of a difference of a skip with itself."""
     res = load_results(_store(tmp_path, {1: [10.0, 10.2, 9.8]}))

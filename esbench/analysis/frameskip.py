@@ -15,8 +15,10 @@ score span (Wang et al. 2016, the scores Table 2 normalizes by). The claim is
 * **contradicted** when some pair's interval lies wholly outside it (a difference surely larger than
   the margin),
 * **undecided** otherwise (more seeds would narrow the intervals), with fewer than 2 seeds at some
-  frame skip, or when no run ever scored above its first evaluation (equal scores of policies that
-  learned nothing say nothing about learning speed).
+  frame skip, or when nothing was learned: no run ever scored above its first evaluation, or at no
+  frame skip does the Student-t interval of the gain (final score minus the run's first evaluation,
+  the untrained policy on the same evaluation seeds) lie above 0 (:func:`learned_frame_skips`).
+  Equal scores of policies that learned nothing say nothing about learning speed.
 
 :func:`plot_frameskip_curves` draws the learning curves as the paper's Figure 2 does: one curve per
 frame skip, the score against weight updates for ES (the paper's axis), against emulator frames for
@@ -192,6 +194,8 @@ class FrameskipVerdict:
         n_seeds: Fewest seeds at any frame skip.
         n_pairs: Pairs of frame skips compared.
         flat: Whether no run ever scored above its first evaluation.
+        learned: Frame skips at which the gain's interval lies above 0 (:func:`learned_frame_skips`);
+            None when no curves were given.
     """
 
     verdict: Verdict
@@ -203,6 +207,7 @@ class FrameskipVerdict:
     n_seeds: int
     n_pairs: int
     flat: bool
+    learned: tuple[int, ...] | None = None
 
     def text(self) -> str:
         """The largest difference with its interval, the margin and the seeds, in one phrase."""
@@ -213,8 +218,14 @@ class FrameskipVerdict:
         return (
             f"largest difference (skip {a} - skip {b}) {fmt_num(self.diff, 3)}{ci}, margin "
             f"±{fmt_num(self.margin, 3)}; {self.n_pairs} pair{'s' if self.n_pairs != 1 else ''}, "
-            f"fewest seeds {self.n_seeds}"
+            f"fewest seeds {self.n_seeds}{self._learned_text()}"
         )
+
+    def _learned_text(self) -> str:
+        if self.learned is None:
+            return ""
+        skips = ", ".join(str(k) for k in self.learned) or "none"
+        return f"; learned (gain over the first evaluation, 95% interval above 0) at skip: {skips}"
 
 
 def improved(curves: pd.DataFrame) -> bool:
@@ -225,6 +236,31 @@ def improved(curves: pd.DataFrame) -> bool:
         if len(values) > 1 and values[1:].max() > values[0]:
             return True
     return False
+
+
+def learned_frame_skips(
+    runs: pd.DataFrame, curves: pd.DataFrame, confidence: float = 0.95
+) -> tuple[int, ...]:
+    """Frame skips at which the runs learned: the Student-t interval over seeds of each run's gain,
+    final score minus its first evaluation (the untrained policy, same evaluation seeds), lies above 0.
+
+    Args:
+        runs: Complete runs (``run_id``, ``frame_skip``, ``final_eval_return``).
+        curves: Their curve-table rows (``run_id``, ``timesteps``, ``eval_return_mean``).
+        confidence: Level of each frame skip's interval.
+
+    Returns:
+        The frame skips, ascending (a frame skip with fewer than 2 seeds has no interval: not listed).
+    """
+    evals = curves.dropna(subset=["eval_return_mean"]).sort_values("timesteps", kind="stable")
+    first = evals.groupby("run_id")["eval_return_mean"].first()
+    learned = []
+    for fs, group in runs.groupby("frame_skip", sort=True):
+        gains = group["final_eval_return"].to_numpy(float) - first.reindex(group["run_id"]).to_numpy(float)
+        gains = gains[np.isfinite(gains)]
+        if len(gains) >= 2 and float(mean_ci(gains, confidence=confidence)[1]) > 0:
+            learned.append(int(fs))
+    return tuple(learned)
 
 
 def insensitivity_verdict(
@@ -242,6 +278,7 @@ def insensitivity_verdict(
     pairs = list(itertools.combinations(sorted(by_skip), 2))
     n_seeds = min((len(v) for v in by_skip.values()), default=0)
     flat = curves is not None and not improved(curves)
+    learned = None if curves is None else learned_frame_skips(runs, curves)
     nan = float("nan")
     if not pairs:
         return FrameskipVerdict(
@@ -254,6 +291,7 @@ def insensitivity_verdict(
             n_seeds,
             0,
             flat,
+            learned,
         )
     level = 1.0 - (1.0 - confidence) / len(pairs)
     intervals = {(a, b): welch_ci(by_skip[a], by_skip[b], level) for a, b in pairs}
@@ -263,6 +301,12 @@ def insensitivity_verdict(
         verdict = Verdict(UNDECIDED, "never above its first evaluation: nothing learned at any frame skip")
     elif n_seeds < 2:
         verdict = Verdict(UNDECIDED, f"needs at least 2 seeds per frame skip for an interval (has {n_seeds})")
+    elif learned is not None and not learned:
+        verdict = Verdict(
+            UNDECIDED,
+            "nothing learned to compare: at no frame skip does the final score's gain over the first "
+            "evaluation have an interval above 0",
+        )
     elif not np.isfinite(margin):
         verdict = Verdict(UNDECIDED, "the game has no published random and human scores to set the margin")
     elif all(-margin <= lo and hi <= margin for _, lo, hi in intervals.values()):
@@ -273,7 +317,7 @@ def insensitivity_verdict(
         verdict = Verdict(
             UNDECIDED, f"an interval straddles the margin ±{fmt_num(margin, 3)}: more seeds (now {n_seeds})"
         )
-    return FrameskipVerdict(verdict, pair, diff, low, high, margin, n_seeds, len(pairs), flat)
+    return FrameskipVerdict(verdict, pair, diff, low, high, margin, n_seeds, len(pairs), flat, learned)
 
 
 def _mean_band(curves: pd.DataFrame, x: str) -> pd.DataFrame:
