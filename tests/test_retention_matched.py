@@ -89,6 +89,39 @@ def test_matched_gain_decides_es_forgets_more_at_the_gain_both_reach() -> None:
     assert row["verdict"] == "undecided" and row["seeds_to_decide"] > 3
 
 
+def test_one_seed_that_never_gains_does_not_pin_the_matched_gain() -> None:
+    """ES seeds 0, 1 gain 0.3 then 0.9 on b, seed 2 never gains: ES's mean gain is 0, 0.2, 0.6 at
+    progress 0, 10, 20, PPO's 0, 0.3, 0.6. The largest gain every *run* reaches is 0 (no gain to
+    match); both mean paths reach 0.6, at progress 20, where every seed is read: ES a's change
+    0.4 - 1, 0.38 - 1 and 0.9 - 1 (seed 2 lost little), PPO 0.95 - 1, 0.94 - 1, 0.93 - 1."""
+    es = [
+        _curves("openai_es", 0, [0.8, 0.4], [0.3, 0.9]),
+        _curves("openai_es", 1, [0.78, 0.38], [0.3, 0.9]),
+        _curves("openai_es", 2, [0.95, 0.9], [0.0, 0.0]),
+    ]
+    rl = [_curves("ppo", s, [1.0 - d, 0.95 - d], [0.3, 0.6]) for s, d in enumerate([0.0, 0.01, 0.02])]
+    paths = gain_paths(pd.concat([*es, *rl], ignore_index=True))
+    np.testing.assert_allclose(
+        next(p for p in paths if p.seed == 2 and p.algo == "ppo").progress, [0, 10, 20]
+    )
+    table = matched_gain_table(paths, np.random.default_rng(0)).set_index("algo")
+    assert table.loc["openai_es", "matched_gain"] == pytest.approx(0.6)
+    assert table.loc["openai_es", "max_gain"] == pytest.approx(0.6) and table.loc["ppo", "max_gain"] == 0.6
+    assert table.loc["openai_es", "n_seeds"] == 3
+    es_at, rl_at = [-0.6, -0.62, -0.1], [-0.05, -0.06, -0.07]
+    assert table.loc["openai_es", "retention_at_matched_gain"] == pytest.approx(np.mean(es_at))
+    row = matched_gain_claims(paths, FAMILY).iloc[0]
+    assert (row["n_a"], row["n_b"]) == (3, 3)
+    assert (row["difference"], row["low"], row["high"]) == pytest.approx(welch_diff_ci(es_at, rl_at))
+    # Against a PPO that reaches only 0.4, ES's mean path crosses 0.4 halfway between progress 10
+    # (0.2) and 20 (0.6): every ES seed is read at 15, halfway along its own retention path.
+    short = [_curves("ppo", s, [1.0, 0.95], [0.3, 0.4]) for s in range(2)]
+    es_paths = [p for p in paths if p.algo == "openai_es"]
+    row = matched_gain_claims(es_paths + gain_paths(pd.concat(short, ignore_index=True)), FAMILY).iloc[0]
+    assert row["matched_gain"] == pytest.approx(0.4)
+    assert row["retention_a"] == pytest.approx(np.mean([-0.4, -0.42, -0.075]))
+
+
 def test_no_gain_to_match_is_undecided_and_awd_and_population_pairs_are_compared() -> None:
     flat = [_curves("openai_es", s, [0.5, 0.2], [0.0, -0.1]) for s in range(2)]
     awd = [_curves("openai_es+awd", s, [0.9, 0.9], [0.0, -0.1]) for s in range(2)]

@@ -18,8 +18,9 @@ of each run:
 
 The verdict reuses :func:`esbench.analysis.retention_matched.matched_gain_table` and
 :func:`~esbench.analysis.retention_matched.matched_gain_claims` on these paths (matched gain
-``g*``: the largest task-B gain every run of the two compared conditions reaches; ES minus GRPO
-retention there, Welch t interval; supported when the interval lies below 0).
+``g*``: the largest task-B gain both compared conditions' mean paths reach, each seed read at the
+evaluation point where its condition's mean gain reaches it; ES minus GRPO retention there, Welch t
+interval; supported when the interval lies below 0).
 
 The other side (Schweighofer et al. 2026) is decided on the same measures, one row each in
 ``tables/lm_decisions.*``:
@@ -285,7 +286,7 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
     """
     rows: list[dict[str, object]] = []
     for r in claims.itertuples():
-        reading = "" if r.matched_gain > 0 else "no task-B gain to match: some run never improved"
+        reading = "" if r.matched_gain > 0 else "no task-B gain to match: a condition's mean gain never rose"
         if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
             reading = f"decided at {int(r.seeds_to_decide)} seeds per side at this effect and spread"
         rows.append(
@@ -348,6 +349,7 @@ def lm_gain_paths(points: pd.DataFrame) -> list[GainPath]:
                 str(run["stage"].iloc[0]),
                 reward - reward[0],
                 run["task_a_retention"].to_numpy(float),
+                run["point"].to_numpy(float) - float(run["point"].iloc[0]),
             )
         )
     return out
@@ -456,8 +458,9 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
         root / "tables" / "lm_matched_gain",
         caption="Task-A retention at matched task-B gain",
         label="tab:lm_matched_gain",
-        notes="Matched gain: the largest task-B gain every run of every learner reaches; retention read "
-        "where each run's gain first reaches it (linear between points). Mean over seeds, 95% t intervals.",
+        notes="Matched gain: the largest task-B gain the mean path over seeds of every learner reaches; "
+        "each run's retention read at the evaluation point where its learner's mean gain first reaches "
+        "it (linear between points). Mean over seeds, 95% t intervals.",
     )
     body.append("### Retention at matched task-B gain\n\n" + _table_md(written, root))
     claims = matched_gain_claims(paths, family_of, per_pair=True)
@@ -482,7 +485,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             caption="Comparisons at matched task-B gain",
             label="tab:lm_claims",
             notes="Difference of mean task-A retention at the matched task-B gain of the two conditions "
-            "compared (the largest gain every run of both reaches), Welch t 95% interval (independent "
+            "compared (the largest gain both mean paths over seeds reach), Welch t 95% interval (independent "
             "seeds, unequal variances). ES forgets more: supported when the interval lies below 0, "
             "contradicted above. Larger population, AWD: supported when it lies above 0. Undecided "
             "when it holds 0 or the matched gain is not above 0.",

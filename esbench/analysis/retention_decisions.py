@@ -25,7 +25,7 @@ from esbench.analysis.retention_matched import (
     gain_paths,
     matched_gain_claims,
     matched_gain_table,
-    retention_at_gain,
+    mean_path,
     transient_table,
 )
 from esbench.analysis.retention_report import RetentionData, base_algo
@@ -91,8 +91,9 @@ def plot_gain_paths(
     paths: list[GainPath], table: pd.DataFrame, stem: Path, rng: np.random.Generator
 ) -> list[Path]:
     """Retention against new-stage gain along training, one panel per (sequence, stage, condition):
-    each seed's path (thin), the mean over seeds on a common gain grid with a 95% band (the range
-    every seed of the condition reaches), and the matched gain (dotted)."""
+    each seed's path (thin), the condition's mean path (:func:`mean_path`: at each point of
+    training progress, the mean gain against the mean change, with the change's 95% band), and the
+    matched gain (dotted)."""
     keys = sorted({(p.sequence, p.stage_index, p.algo) for p in paths})
     fig, axes = figures.new_figure(len(keys), ncols=3)
     with figures._style():
@@ -101,15 +102,12 @@ def plot_gain_paths(
             color = figures.algo_color(base_algo(algo))
             for p in mine:
                 ax.plot(p.gain, p.retention, color=color, alpha=0.35, linewidth=0.8)
-            top = min(float(np.max(p.gain)) for p in mine)
-            if top > 0:
-                grid = np.linspace(0.0, top, 25)
-                values = np.array([[retention_at_gain(p.gain, p.retention, g) for g in grid] for p in mine])
-                mean = values.mean(axis=0)
-                ax.plot(grid, mean, color=color, linewidth=2.0)
-                if len(mine) > 1:
-                    _, low, high = mean_ci(values, rng)
-                    ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
+            grid, gain = mean_path(mine)
+            values = np.array([np.interp(grid, p.progress, p.retention) for p in mine])
+            ax.plot(gain, values.mean(axis=0), color=color, linewidth=2.0)
+            if len(mine) > 1:  # the band of the change, drawn along the mean path
+                _, low, high = mean_ci(values, rng)
+                ax.fill(np.r_[gain, gain[::-1]], np.r_[low, high[::-1]], color=color, alpha=0.2, linewidth=0)
             g_star = table[(table["sequence"] == sequence) & (table["stage_index"] == j)]["matched_gain"]
             if len(g_star) and np.isfinite(float(g_star.iloc[0])):
                 ax.axvline(float(g_star.iloc[0]), color="0.3", linestyle=":", linewidth=1.0)
@@ -163,11 +161,12 @@ def matched_gain_section(
     notes = (
         "Gain: normalized score on the current stage minus its value when the stage began; change on "
         "earlier stages (the retention compared): their mean normalized score minus its value when the "
-        "stage began (0: nothing lost), read where each run's gain first reaches the matched gain. "
-        "Matched gain: the largest gain every run reaches, over the conditions every run of which gains "
-        f"at least {MIN_MATCHED_GAIN:g} (5% of the way to the best reference); a condition below that has "
-        "no gain to match (no value). Mean over seeds, 95% t intervals. Average forgetting: Continual "
-        "World's, whatever the gain."
+        "stage began (0: nothing lost), read for every seed at the point of training where the "
+        "condition's mean gain over seeds first reaches the matched gain. Matched gain: the largest gain "
+        "every condition's mean path reaches, over the conditions whose mean path gains at least "
+        f"{MIN_MATCHED_GAIN:g} (5% of the way to the best reference); a condition below that has no gain "
+        "to match (no value). Max gain: the largest gain of the condition's mean path. Mean over seeds, "
+        "95% t intervals. Average forgetting: Continual World's, whatever the gain."
     )
     written = write_table(
         table,
@@ -206,7 +205,8 @@ def matched_gain_section(
             caption="Claims decided at matched gain",
             label="tab:retention_claims",
             notes="Difference of the mean change on the earlier stages (since the stage began) at the "
-            "matched gain of the two conditions compared (the largest gain every run of both reaches), "
+            "matched gain of the two conditions compared (the largest gain both conditions' mean paths "
+            "reach; each seed read where its condition's mean gain reaches it), "
             "Welch t 95% interval (independent seeds, unequal variances). ES forgets more: supported when "
             "the interval lies below 0. Population, AWD: supported when above 0. Undecided when it holds "
             f"0, or the matched gain is below {MIN_MATCHED_GAIN:g} (no gain to match). Seeds to decide "
@@ -232,8 +232,9 @@ def matched_gain_section(
     caption = (
         "Change of the mean normalized score on the earlier stages against the gain on the current "
         "stage, both since the stage began, along training, on the retention scale (0: the untrained "
-        "policies, 1: the best single-stage reference run): each seed (thin), mean over seeds with a 95% "
-        "Student-t band, matched gain dotted"
+        "policies, 1: the best single-stage reference run): each seed (thin); the mean path (at each "
+        "point of training, the mean gain over seeds against the mean change, with the change's 95% "
+        "Student-t band); matched gain dotted"
     )
     body.append(
         f"![{caption}]({_rel(written_fig[0], root)})\n\n*{caption}* ([PDF]({_rel(written_fig[1], root)}))\n"

@@ -19,12 +19,18 @@ Definitions (normalized scores ``p_i(t)`` on the one scale of
   progress lost). The change, not the level: algorithms that learned the earlier stages to
   different levels would otherwise differ at matched gain by what they learned, not by what they
   lost;
-* retention at gain g: ``y`` where the run's gain *first* reaches g, linear between the two points
-  around the crossing (``y(t_start)`` for g <= 0; undefined when the run never reaches g);
-* the matched gain ``g*`` of a (sequence, stage): the largest gain every compared run reaches,
-  ``min over runs of max_t x(t)`` over every condition's runs, so every run has a value there
-  (per pair of conditions in the claims; in the per-condition table, over the conditions every run
-  of which reaches ``min_gain``, so one condition that never gains does not pin ``g*`` at 0).
+* a condition's mean path: ``x_bar(tau)`` and ``y_bar(tau)``, the means over its seeds with
+  ``tau`` the training progress since the stage began (timesteps; each run linear between its
+  points, over the progress every run of the condition covers; :func:`mean_path`);
+* the matched gain ``g*`` of a (sequence, stage): the largest gain every compared *condition*
+  reaches, ``min over conditions of max_tau x_bar(tau)`` (per pair of conditions in the claims; in
+  the per-condition table, over the conditions whose mean path reaches ``min_gain``, so one
+  condition that never gains does not pin ``g*`` at 0). A condition's gain is its mean over seeds,
+  not its weakest seed's: a minimum over runs falls with every seed added, so more seeds would
+  decide less;
+* a condition's retention at ``g*``: each run's ``y`` at ``tau*``, the progress where the
+  condition's mean gain first reaches ``g*`` (linear between the two points around the crossing),
+  so every seed is read at the same point of training and contributes one value.
 
 The claim "ES forgets more than RL" is decided, per (sequence, stage) and per pair (an ES
 condition, an RL condition), by ``d = y_ES(g*) - y_RL(g*)``, the difference of the conditions' mean
@@ -112,6 +118,53 @@ class GainPath:
     stage: str
     gain: np.ndarray
     retention: np.ndarray
+    progress: np.ndarray
+    """Training progress since the stage began at each point (timesteps, or evaluation points),
+    starting at 0 and strictly increasing."""
+
+
+def mean_path(paths: Sequence[GainPath]) -> tuple[np.ndarray, np.ndarray]:
+    """A condition's mean gain over its runs against training progress.
+
+    Each run is linear between its points; the grid is every run's progress up to the progress
+    every run covers (the shortest run's end), so no run is extrapolated.
+
+    Returns:
+        (grid, mean gain on it), both ascending in progress.
+    """
+    end = min(float(p.progress[-1]) for p in paths)
+    grid = np.unique(np.concatenate([p.progress[p.progress <= end] for p in paths]))
+    gains = np.array([np.interp(grid, p.progress, p.gain) for p in paths])
+    return grid, gains.mean(axis=0)
+
+
+def crossing(grid: np.ndarray, values: np.ndarray, g: float) -> float:
+    """The first ``grid`` position where ``values`` reach ``g``, linear between the two points
+    around the crossing; ``grid[0]`` when the first value does; NaN when none does."""
+    reached = np.flatnonzero(values >= g)
+    if not len(reached):
+        return float("nan")
+    n = int(reached[0])
+    if n == 0:
+        return float(grid[0])
+    x0, x1, t0, t1 = values[n - 1], values[n], grid[n - 1], grid[n]
+    return float(t0 + (g - x0) / (x1 - x0) * (t1 - t0))
+
+
+def retention_at_matched_gain(paths: Sequence[GainPath], g: float) -> np.ndarray:
+    """Each run's retention at the progress where its condition's mean gain first reaches ``g``
+    (:func:`mean_path`, :func:`crossing`); all NaN when the mean gain never does (or ``g`` is NaN)."""
+    if not np.isfinite(g):
+        return np.full(len(paths), np.nan)
+    tau = crossing(*mean_path(paths), g)
+    if not np.isfinite(tau):
+        return np.full(len(paths), np.nan)
+    return np.array([np.interp(tau, p.progress, p.retention) for p in paths])
+
+
+def top_gain(paths: Sequence[GainPath]) -> float:
+    """The largest gain of a condition's mean path (:func:`mean_path`)."""
+    return float(np.max(mean_path(paths)[1]))
 
 
 def welch_diff_ci(
@@ -186,7 +239,13 @@ def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
             gain = p[j, span] - p[j, span[0]]
             earlier = p[:j, span].mean(axis=0)
             retention = earlier - earlier[0]
-            out.append(GainPath(str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention))
+            timesteps = wide.index.get_level_values("timesteps").to_numpy(float)[span]
+            out.append(
+                GainPath(
+                    str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention,
+                    timesteps - timesteps[0],
+                )
+            )  # fmt: skip
     return out
 
 
@@ -199,23 +258,23 @@ def matched_gain_table(
     Args:
         paths: :func:`gain_paths`.
         rng: For the intervals.
-        min_gain: ``g*`` is the largest gain every run of every condition reaches (None), or of
-            every condition all of whose runs reach ``min_gain`` (the others: no retention value,
+        min_gain: ``g*`` is the largest gain every condition's mean path reaches (None), or every
+            condition's whose mean path reaches ``min_gain`` (the others: no retention value,
             ``n_seeds`` 0, their ``max_gain`` says why).
 
     Returns:
-        Columns :data:`MATCHED_COLUMNS` (``max_gain``: the condition's mean over seeds of each
-        run's largest gain).
+        Columns :data:`MATCHED_COLUMNS` (``max_gain``: the largest gain of the condition's mean
+        path, :func:`top_gain`).
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        top = {a: min(float(np.max(p.gain)) for p in group if p.algo == a) for a in {p.algo for p in group}}
+        by_algo = _by_condition(group)
+        top = {a: top_gain(mine) for a, mine in by_algo.items()}
         matched = {a for a, g in top.items() if min_gain is None or g >= min_gain}
         g_star = min((top[a] for a in matched), default=float("nan"))
-        for algo in sorted({p.algo for p in group}):
-            mine = [p for p in group if p.algo == algo]
+        for algo, mine in by_algo.items():
             at = g_star if algo in matched else float("nan")
-            values = np.array([retention_at_gain(p.gain, p.retention, at) for p in mine])
+            values = retention_at_matched_gain(mine, at)
             values = values[np.isfinite(values)]
             mean, low, high = _mean_ci(values, rng)
             rows.append(
@@ -225,7 +284,7 @@ def matched_gain_table(
                     "stage": mine[0].stage,
                     "algo": algo,
                     "n_seeds": len(values),
-                    "max_gain": float(np.mean([np.max(p.gain) for p in mine])),
+                    "max_gain": top[algo],
                     "matched_gain": g_star,
                     "retention_at_matched_gain": mean,
                     "low": low,
@@ -244,9 +303,9 @@ def matched_gain_claims(
 ) -> pd.DataFrame:
     """The pairwise claims at matched gain, per (sequence, later stage).
 
-    The matched gain ``g*`` is the largest gain every run of the stage reaches, whatever its
-    condition; with ``per_pair``, every run of the two conditions compared, so a condition that
-    never gains (a small population, say) leaves the other pairs' claims decidable.
+    The matched gain ``g*`` is the largest gain every condition's mean path reaches (module
+    docstring); with ``per_pair``, the two conditions compared, so a condition that never gains
+    (a small population, say) leaves the other pairs' claims decidable.
 
     * ``es_forgets_more``: every ES condition against every RL condition (by ``family_of`` of
       the condition), ``d = y_a - y_b``; supported when the interval lies below 0.
@@ -261,7 +320,8 @@ def matched_gain_claims(
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        top = {a: min(float(np.max(p.gain)) for p in group if p.algo == a) for a in {p.algo for p in group}}
+        by_algo = _by_condition(group)
+        top = {a: top_gain(mine) for a, mine in by_algo.items()}
         conditions = sorted(top)
         pairs: list[tuple[str, str, str, bool]] = []
         fam = {a: family_of(base_algo(a)) for a in conditions}
@@ -277,10 +337,7 @@ def matched_gain_claims(
                         pairs.append(("larger_population_forgets_less", a, b, False))
         for claim, a, b, below in pairs:
             g_star = min(top[a], top[b]) if per_pair else min(top.values())
-            at = {
-                c: np.array([retention_at_gain(p.gain, p.retention, g_star) for p in group if p.algo == c])
-                for c in (a, b)
-            }
+            at = {c: retention_at_matched_gain(by_algo[c], g_star) for c in (a, b)}
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
             matchable = g_star > 0 and g_star >= min_gain
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
@@ -403,6 +460,13 @@ def _mean_ci(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float
         return float(values[0]), float("nan"), float("nan")
     mean, low, high = mean_ci(values, rng)
     return float(mean), float(low), float(high)
+
+
+def _by_condition(paths: Sequence[GainPath]) -> dict[str, list[GainPath]]:
+    groups: dict[str, list[GainPath]] = {}
+    for p in paths:
+        groups.setdefault(p.algo, []).append(p)
+    return dict(sorted(groups.items()))
 
 
 def _by_stage(paths: Sequence[GainPath]) -> dict[tuple[str, int], list[GainPath]]:
