@@ -10,10 +10,10 @@ from scipy import stats
 
 from esbench.analysis.retention import SequenceCurves
 from esbench.analysis.retention_matched import (
+    crossing,
     gain_paths,
     matched_gain_claims,
     matched_gain_table,
-    retention_at_gain,
     transient_table,
     welch_diff_ci,
 )
@@ -37,14 +37,15 @@ def _curves(algo: str, seed: int, old: list[float], new: list[float]) -> pd.Data
     return pd.DataFrame(rows, columns=cols)
 
 
-def test_retention_at_gain_interpolates_at_the_first_crossing() -> None:
+def test_crossing_interpolates_at_the_first_crossing() -> None:
+    """Where a path first reaches a value: here the retention where the gain first reaches g."""
     gain = np.array([0.0, 0.4, 0.8, 0.2, 1.0])
     ret = np.array([1.0, 0.8, 0.4, 0.9, 0.0])
-    assert retention_at_gain(gain, ret, 0.6) == pytest.approx(0.6)  # between 0.4 and 0.8
-    assert retention_at_gain(gain, ret, 0.0) == 1.0
+    assert crossing(ret, gain, 0.6) == pytest.approx(0.6)  # between 0.4 and 0.8
+    assert crossing(ret, gain, 0.0) == 1.0
     # 0.9 is first reached between (0.2, 0.9) and (1.0, 0.0): 0.9 - 0.7 / 0.8 * 0.9.
-    assert retention_at_gain(gain, ret, 0.9) == pytest.approx(0.1125)
-    assert np.isnan(retention_at_gain(gain, ret, 1.5))
+    assert crossing(ret, gain, 0.9) == pytest.approx(0.1125)
+    assert np.isnan(crossing(ret, gain, 1.5))
 
 
 def test_welch_interval_by_hand() -> None:

@@ -198,20 +198,6 @@ def verdict(low: float, high: float, below_supports: bool = True) -> str:
     return UNDECIDED
 
 
-def retention_at_gain(gain: np.ndarray, retention: np.ndarray, g: float) -> float:
-    """Retention where the gain first reaches ``g`` (linear between the points around the
-    crossing); the first point's for ``g <= gain[0]``; NaN when the gain never reaches ``g``."""
-    x, y = np.asarray(gain, dtype=float), np.asarray(retention, dtype=float)
-    reached = np.flatnonzero(x >= g)
-    if not len(reached):
-        return float("nan")
-    n = int(reached[0])
-    if n == 0:
-        return float(y[0])
-    x0, x1, y0, y1 = x[n - 1], x[n], y[n - 1], y[n]
-    return float(y0 + (g - x0) / (x1 - x0) * (y1 - y0))
-
-
 def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
     """Every run's (gain, retention) path through each of its later stages.
 
