@@ -151,20 +151,16 @@ def crossing(grid: np.ndarray, values: np.ndarray, g: float) -> float:
     return float(t0 + (g - x0) / (x1 - x0) * (t1 - t0))
 
 
-def retention_at_matched_gain(paths: Sequence[GainPath], g: float) -> np.ndarray:
+def retention_at_matched_gain(
+    paths: Sequence[GainPath], path: tuple[np.ndarray, np.ndarray], g: float
+) -> np.ndarray:
     """Each run's retention at the progress where its condition's mean gain first reaches ``g``
-    (:func:`mean_path`, :func:`crossing`); all NaN when the mean gain never does (or ``g`` is NaN)."""
-    if not np.isfinite(g):
-        return np.full(len(paths), np.nan)
-    tau = crossing(*mean_path(paths), g)
+    (:func:`crossing` on ``path``, the condition's :func:`mean_path`); all NaN when the mean gain
+    never does (or ``g`` is NaN)."""
+    tau = crossing(*path, g) if np.isfinite(g) else float("nan")
     if not np.isfinite(tau):
         return np.full(len(paths), np.nan)
     return np.array([np.interp(tau, p.progress, p.retention) for p in paths])
-
-
-def top_gain(paths: Sequence[GainPath]) -> float:
-    """The largest gain of a condition's mean path (:func:`mean_path`)."""
-    return float(np.max(mean_path(paths)[1]))
 
 
 def welch_diff_ci(
@@ -216,6 +212,7 @@ def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
         wide = wide.sort_index(level=[1, 0])
         names = run.drop_duplicates("stage_index").set_index("stage_index")["stage"]
         stage = wide.index.get_level_values("train_stage").to_numpy(int)
+        timesteps = wide.index.get_level_values("timesteps").to_numpy(float)
         p = wide.to_numpy(float).T  # (K, n_points)
         for j in range(1, p.shape[0]):
             own = np.flatnonzero(stage == j)
@@ -225,13 +222,9 @@ def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
             gain = p[j, span] - p[j, span[0]]
             earlier = p[:j, span].mean(axis=0)
             retention = earlier - earlier[0]
-            timesteps = wide.index.get_level_values("timesteps").to_numpy(float)[span]
-            out.append(
-                GainPath(
-                    str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention,
-                    timesteps - timesteps[0],
-                )
-            )  # fmt: skip
+            progress = timesteps[span] - timesteps[span[0]]
+            path = GainPath(str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention, progress)
+            out.append(path)
     return out
 
 
@@ -250,17 +243,18 @@ def matched_gain_table(
 
     Returns:
         Columns :data:`MATCHED_COLUMNS` (``max_gain``: the largest gain of the condition's mean
-        path, :func:`top_gain`).
+        path, :func:`mean_path`).
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
         by_algo = _by_condition(group)
-        top = {a: top_gain(mine) for a, mine in by_algo.items()}
+        means = {a: mean_path(mine) for a, mine in by_algo.items()}
+        top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
         matched = {a for a, g in top.items() if min_gain is None or g >= min_gain}
         g_star = min((top[a] for a in matched), default=float("nan"))
         for algo, mine in by_algo.items():
             at = g_star if algo in matched else float("nan")
-            values = retention_at_matched_gain(mine, at)
+            values = retention_at_matched_gain(mine, means[algo], at)
             values = values[np.isfinite(values)]
             mean, low, high = _mean_ci(values, rng)
             rows.append(
@@ -307,7 +301,8 @@ def matched_gain_claims(
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
         by_algo = _by_condition(group)
-        top = {a: top_gain(mine) for a, mine in by_algo.items()}
+        means = {a: mean_path(mine) for a, mine in by_algo.items()}
+        top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
         conditions = sorted(top)
         pairs: list[tuple[str, str, str, bool]] = []
         fam = {a: family_of(base_algo(a)) for a in conditions}
@@ -323,7 +318,7 @@ def matched_gain_claims(
                         pairs.append(("larger_population_forgets_less", a, b, False))
         for claim, a, b, below in pairs:
             g_star = min(top[a], top[b]) if per_pair else min(top.values())
-            at = {c: retention_at_matched_gain(by_algo[c], g_star) for c in (a, b)}
+            at = {c: retention_at_matched_gain(by_algo[c], means[c], g_star) for c in (a, b)}
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
             matchable = g_star > 0 and g_star >= min_gain
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
