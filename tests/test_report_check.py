@@ -16,6 +16,7 @@ from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
 from esbench.analysis.report_check import NoReportData, check_report, find_reports
 from esbench.analysis.report_data import open_results, read_manifest
+from esbench.tracking.store import RunStore
 from tests.conftest import REPO
 from tests.synthetic_store import DEFAULT_ENV_INFO, write_run
 
@@ -187,6 +188,30 @@ def test_a_retention_report_ships_its_runs_files_and_checks(tmp_path: Path) -> N
     (path.parent / "wandb_summary.json").write_text("{}\n")
     result = check_report(path.parent)
     assert not result.ok and "wandb_summary.json line 1" in result.message
+
+
+def test_shipped_runs_restore_a_results_store_that_rebuilds_the_report(made: Path, tmp_path: Path) -> None:
+    """Every report ships complete run directories (data/runs/): copied into an empty results store
+    they are complete runs (a sweep skips them) and rebuild the same tables, so a study can be
+    extended with more seeds or tasks from the committed report alone."""
+    shipped = made / "data" / "runs"
+    manifest = read_manifest(made / "data")
+    store = load_results(Path(manifest.runs_dir))
+    assert sorted(p.name for p in shipped.iterdir()) == sorted(store.runs["run_id"])
+    assert manifest.run_files == ["config.yaml", "metrics.csv", "summary.json", "env.json"]
+    restored = tmp_path / "restored"
+    shutil.copytree(shipped, restored / "table1")
+    for run_id in (p.name for p in shipped.iterdir()):
+        assert RunStore(restored, "table1", run_id).is_complete, run_id
+    again = build_report("table1", restored, tmp_path / "again", seed=1).parent
+
+    def tables_of(report: Path) -> list[Path]:
+        return sorted(p.relative_to(report) for p in (report / "tables").rglob("*") if p.is_file())
+
+    tables = tables_of(made)
+    assert tables and tables == tables_of(again)
+    for rel in tables:
+        assert (made / rel).read_bytes() == (again / rel).read_bytes(), rel
 
 
 COMMITTED = find_reports(REPO / "paper")

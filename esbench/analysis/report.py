@@ -1087,12 +1087,15 @@ def _behaviour_markdown(data: RetentionData, root: Path) -> str:
     )
 
 
+#: The files of a complete run every report ships in its data/runs/<run_id>/: a run directory the
+#: results store reads back as complete. Copied into ``<results_dir>/<experiment>/``, they let a
+#: later sweep skip those runs and a report be rebuilt with more seeds or tasks, without the
+#: original results store (nothing here survives a lost machine but what is committed).
+RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE)
+
 #: The files of a sequence run the retention analysis reads, shipped in the report's data/.
 RETENTION_RUN_FILES: tuple[str, ...] = (
-    CONFIG_FILE,
-    METRICS_FILE,
-    SUMMARY_FILE,
-    ENV_FILE,
+    *RUN_FILES,
     SNAPSHOTS_FILE,
     SNAPSHOT_DRIFT_FILE,
     PROBES_FILE,
@@ -1287,7 +1290,7 @@ def build_report(
         figure_versions=figure_versions(),
     )
     calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
-    run_files = RETENTION_RUN_FILES if kind == "retention" else ()
+    run_files = RETENTION_RUN_FILES if kind == "retention" else RUN_FILES
     write_report_data(
         results,
         root / DATA_DIR,

@@ -14,8 +14,10 @@ prove the committed tables still follow from it. Layout::
       configs.json      each run's resolved config.yaml, by run id
       env.json          each complete run's env.json (versions, host, cores, git commit), by run id
       calibration.json  the scaling projection's measured costs (scaling reports, when measured)
-      runs/<run_id>/    retention reports only: each run's files the analysis reads (metrics.csv with
-                        every stage's rows, snapshots.npz with the stage-boundary parameters, ...)
+      runs/<run_id>/    each run's config.yaml, metrics.csv, summary.json and env.json: a complete run
+                        directory, to copy into a results store and extend the study; retention
+                        reports add the files their analysis reads (the stage-boundary drift, ...).
+                        Reports made before runs/ shipped have none (``run_files`` empty).
 
 Tables are Parquet (pyarrow): typed, compact, and read back to the same frames. Text columns lose
 the difference between NaN and None on the way (both are "no value"), which is why the report is
@@ -70,8 +72,8 @@ class Manifest:
         figure_versions: matplotlib and FreeType versions that drew the figures: PNG/PDF bytes
             are compared by ``--check`` only where they are the same.
         calibration: Whether ``calibration.json`` is part of the data.
-        run_files: The files of each run copied to ``runs/<run_id>/`` (retention reports, whose
-            analysis reads them; empty otherwise). The run table's ``path`` then names the copy.
+        run_files: The files of each run copied to ``runs/<run_id>/`` (empty in reports made
+            before runs shipped). The run table's ``path`` then names the copy.
         sha256: sha256 of each data file but this one, by path relative to ``data/``.
         format: :data:`FORMAT`.
     """
@@ -157,7 +159,7 @@ def write_report_data(
         data_dir: The report's ``data/``.
         manifest: The report's facts (``sha256``, ``calibration`` and ``run_files`` are filled in).
         calibration: A ``esbench bench projection`` JSON to ship (scaling reports), or None.
-        run_files: Files of each run to ship as they are (retention reports), or none.
+        run_files: Files of each run to ship as they are, or none.
         replaced_by: A run file not shipped when the run has the file it maps to (the snapshots,
             when the run wrote the drift table that is all the analysis reads of them).
 
