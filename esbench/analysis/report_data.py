@@ -123,7 +123,9 @@ def _copy_runs(
     """Copy ``run_files`` of each run to ``out/runs/<run_id>/`` (each up to
     :data:`MAX_SHIPPED_RUN_FILE_BYTES`, and none whose replacement in ``replaced_by`` the run
     has); the results with ``path`` (in the run table and the unreadable table) naming the copy,
-    relative to ``out``."""
+    relative to ``out``, and the run table's ``store_path`` the run directory it was copied from
+    (where the run's own files, its checkpoint included, are: a report's W&B lineage names the
+    artifacts built from them)."""
     moved: dict[str, str] = {}
     for run_id, path in zip(results.runs["run_id"], results.runs["path"], strict=True):
         rel = f"runs/{run_id}"
@@ -137,7 +139,9 @@ def _copy_runs(
             if source.is_file() and source.stat().st_size <= MAX_SHIPPED_RUN_FILE_BYTES:
                 shutil.copyfile(source, out / rel / name)
         moved[str(path)] = rel
-    runs = results.runs.assign(path=[moved[str(p)] for p in results.runs["path"]])
+    runs = results.runs.assign(
+        path=[moved[str(p)] for p in results.runs["path"]], store_path=results.runs["path"]
+    )
     unreadable = results.unreadable.assign(path=[moved.get(str(p), p) for p in results.unreadable["path"]])
     return replace(results, runs=runs, unreadable=unreadable)
 

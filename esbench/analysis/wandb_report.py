@@ -160,13 +160,16 @@ def report_spec(report_dir: Path, *, project: str, entity: str, run_id: str) -> 
 
 
 def _report_runs(report_dir: Path) -> list[tuple[str, Path]]:
-    """(run id, run directory) of every complete run the report was computed from."""
+    """(run id, run directory) of every complete run the report was computed from: the directory in
+    the results store it was read from, not the copy of its files in the report's data/runs/
+    (which lacks the checkpoint its artifact holds)."""
     data = report_dir / DATA_DIR
     if not data.is_dir():
         return []
     results, _ = read_report_data(data)
     runs = results.runs[results.runs["complete"].astype(bool)]
-    return [(str(r), Path(str(p))) for r, p in zip(runs["run_id"], runs["path"], strict=True)]
+    paths = runs["store_path"] if "store_path" in runs.columns else runs["path"]
+    return [(str(r), Path(str(p))) for r, p in zip(runs["run_id"], paths, strict=True)]
 
 
 def _use_run_artifacts(run: Any, report_dir: Path, online: bool) -> list[str]:
