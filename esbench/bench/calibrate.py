@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from esbench.bench.mujoco import concurrent_raw_rate, es_throughput, raw_env_rate
+from esbench.utils.machine import cpu_model
 
 #: Gymnasium ids of the environment options priced by name (conf/env/<option>.yaml).
 ENV_IDS: dict[str, str] = {
@@ -63,16 +64,8 @@ _VERSIONED = ("esbench", "mujoco", "gymnasium", "ale-py", "torch", "stable-basel
 
 def machine_facts() -> dict[str, Any]:
     """CPU model, core count, platform and Python of this machine."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
-        "cpu_model": model,
+        "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],

@@ -38,6 +38,7 @@ from esbench.config.validate import register_check
 from esbench.tracking import schema
 from esbench.utils import statefile
 from esbench.utils.io import atomic_write_json, atomic_write_text
+from esbench.utils.machine import cpu_model
 from esbench.utils.paths import check_path_component
 
 _PACKAGES = (
@@ -420,6 +421,7 @@ def environment_record(workers: int) -> dict[str, Any]:
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
         "python": sys.version.split()[0],
     }
 
