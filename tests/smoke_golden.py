@@ -5,7 +5,8 @@ default suite's one ``esbench reproduce table1 scale=smoke``.
 The sample is table1's smoke recipe (``experiments/table1.yaml``): its OpenAI-ES and TRPO jobs, whole.
 Every metrics column is compared but the timing ones (:data:`tests.conftest.TIMING_COLUMNS`: they
 depend on the machine, not on the computation): timesteps, frames, episodes and the task columns
-exactly, returns and norms to a relative 1e-9 (the CSV round trip of a float64). A change that alters
+exactly, returns to a relative 1e-9 (the CSV round trip of a float64), the float32 norms to 1e-6
+(:data:`FLOAT32_NORMS`). A change that alters
 these numbers must regenerate the golden data on purpose, and say so in its commit::
 
     PYTHONPATH=. python -m tests.smoke_golden --update
@@ -26,6 +27,10 @@ GOLDEN = REPO / "tests" / "golden"
 #: (golden file stem, the table1 smoke job's algo).
 SAMPLE: tuple[tuple[str, str], ...] = (("table1_smoke_openai_es", "openai_es"), ("table1_smoke_trpo", "trpo"))
 EXACT = ("generation", "timesteps", "frames", "episodes", "eval_timesteps", "train_task", "eval_task")
+#: Norms of float32 vectors, summed by BLAS kernels that OpenBLAS picks per CPU: they differ in the
+#: last float32 bits between machines (measured: 6.4e-8 relative in grad_norm between two VMs, same
+#: commit and packages) while every return agrees to 1e-9. Compared to float32 precision.
+FLOAT32_NORMS = ("grad_norm", "param_norm", "drift_l2", "drift_rel")
 
 
 def sample_runs(results: Path) -> dict[str, Path]:
@@ -39,7 +44,8 @@ def sample_runs(results: Path) -> dict[str, Path]:
 
 
 def compare(golden: pd.DataFrame, fresh: pd.DataFrame) -> None:
-    """Assert ``fresh`` equals ``golden``: same columns and rows, exact or to a relative 1e-9."""
+    """Assert ``fresh`` equals ``golden``: same columns and rows, exact or to a relative 1e-9 (the
+    float32 norms to 1e-6)."""
     assert list(fresh.columns) == list(golden.columns), "metrics columns changed"
     assert len(fresh) == len(golden), f"{len(fresh)} metrics rows, golden {len(golden)}"
     for col in golden.columns:
@@ -47,8 +53,9 @@ def compare(golden: pd.DataFrame, fresh: pd.DataFrame) -> None:
         if col in EXACT or not pd.api.types.is_numeric_dtype(want):
             assert want.astype(str).tolist() == got.astype(str).tolist(), f"column {col} changed"
         else:
+            rtol = 1e-6 if col in FLOAT32_NORMS else 1e-9
             np.testing.assert_allclose(
-                got.to_numpy(float), want.to_numpy(float), rtol=1e-9, atol=0, equal_nan=True, err_msg=col
+                got.to_numpy(float), want.to_numpy(float), rtol=rtol, atol=0, equal_nan=True, err_msg=col
             )
 
 
