@@ -190,17 +190,45 @@ def _sample(n: int, mean: float, sd: float) -> np.ndarray:
     return mean + sd * (z - z.mean()) / z.std(ddof=1)
 
 
-def test_seeds_to_decide_is_where_welchs_interval_first_excludes_zero() -> None:
-    from esbench.analysis.stats import seeds_to_decide, welch_ci
+def _simulated_welch_power(diff: float, sd_a: float, sd_b: float, n: int, n_datasets: int = 4000) -> float:
+    """The fraction of simulated normal studies (n seeds per side) whose Welch interval excludes 0."""
+    from esbench.analysis.stats import welch_ci
+
+    rng = np.random.default_rng(7)
+    a = rng.normal(0.0, sd_a, size=(n_datasets, n))
+    b = rng.normal(diff, sd_b, size=(n_datasets, n))
+    decided = [not (lo <= 0.0 <= hi) for _, lo, hi in (welch_ci(x, y) for x, y in zip(a, b, strict=True))]
+    return float(np.mean(decided))
+
+
+@pytest.mark.parametrize(
+    ("diff", "sd_a", "sd_b", "n"), [(0.5, 1.0, 2.0, 12), (1.0, 1.0, 1.0, 5), (0.3, 0.5, 0.2, 8)]
+)
+def test_welch_power_matches_simulated_studies(diff: float, sd_a: float, sd_b: float, n: int) -> None:
+    """The noncentral-t power is what simulated studies give (4,000 per case: standard error ~0.008)."""
+    from esbench.analysis.stats import welch_power
+
+    predicted = float(welch_power(diff, sd_a**2, sd_b**2, n))
+    assert 0.1 < predicted < 0.99  # a case that can tell a wrong formula from a right one
+    assert predicted == pytest.approx(_simulated_welch_power(diff, sd_a, sd_b, n), abs=0.03)
+
+
+def test_seeds_to_decide_is_the_first_n_with_80_percent_power() -> None:
+    from esbench.analysis.stats import seeds_to_decide, welch_ci, welch_power
 
     a, b = _sample(3, 1.0, 1.0), _sample(3, 1.5, 2.0)
     n = seeds_to_decide(a, b)
     assert np.isfinite(n) and n > 3
     n = int(n)
-    _, low, high = welch_ci(_sample(n, 1.0, 1.0), _sample(n, 1.5, 2.0))
-    assert high < 0  # decided at n seeds per side, with the measured difference and spreads
-    _, low, high = welch_ci(_sample(n - 1, 1.0, 1.0), _sample(n - 1, 1.5, 2.0))
-    assert low <= 0 <= high  # and not one seed earlier
+    assert welch_power(0.5, 1.0, 4.0, n) >= 0.8 > welch_power(0.5, 1.0, 4.0, n - 1)
+    assert _simulated_welch_power(0.5, 1.0, 2.0, n) >= 0.77  # simulated studies of n seeds decide 80%
+    # At power 0.5 it is where the measured difference itself is just decided, give or take a seed.
+    half = int(seeds_to_decide(a, b, power=0.5))
+    assert half < n
+    _, low, high = welch_ci(_sample(half + 1, 1.0, 1.0), _sample(half + 1, 1.5, 2.0))
+    assert high < 0
+    _, low, high = welch_ci(_sample(half - 2, 1.0, 1.0), _sample(half - 2, 1.5, 2.0))
+    assert low <= 0 <= high
     assert np.isnan(seeds_to_decide(a, a))  # no difference: no number of seeds decides it
     assert np.isnan(seeds_to_decide(a[:1], b))  # one seed: no spread measured
     assert seeds_to_decide(np.ones(3), np.zeros(3)) == 2  # no spread: decided at once

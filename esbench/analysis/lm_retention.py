@@ -57,7 +57,13 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
-from esbench.analysis.retention_decisions import CLAIM_SOURCE, CLAIM_TEXT, condition_label, transient_cells
+from esbench.analysis.retention_decisions import (
+    CLAIM_SOURCE,
+    CLAIM_TEXT,
+    condition_label,
+    seeds_reading,
+    transient_cells,
+)
 from esbench.analysis.retention_matched import (
     SUPPORTED,
     UNDECIDED,
@@ -288,7 +294,7 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
     for r in claims.itertuples():
         reading = "" if r.matched_gain > 0 else "no task-B gain to match: a condition's mean gain never rose"
         if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
-            reading = f"decided at {int(r.seeds_to_decide)} seeds per side at this effect and spread"
+            reading = seeds_reading(r.seeds_to_decide)
         rows.append(
             {
                 "decision": r.claim, "sequence": r.sequence, "a": r.a, "b": r.b,

@@ -29,7 +29,7 @@ from esbench.analysis.retention_matched import (
     transient_table,
 )
 from esbench.analysis.retention_report import RetentionData, base_algo
-from esbench.analysis.stats import mean_ci
+from esbench.analysis.stats import PLANNING_POWER, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of, label_of
 
@@ -69,6 +69,14 @@ def transient_cells(transient: pd.DataFrame) -> dict[str, list[str]]:
         title: [_cell(*v) for v in transient[[col, f"{col}_low", f"{col}_high"]].to_numpy()]
         for title, col in columns
     }
+
+
+def seeds_reading(seeds: float) -> str:
+    """An undecided claim's planning number in words (:func:`~esbench.analysis.stats.seeds_to_decide`)."""
+    return (
+        f"a study of {int(seeds)} seeds per side decides it with {PLANNING_POWER:.0%} power "
+        "at this effect and spread"
+    )
 
 
 def _seeds_cell(seeds: float, verdict: str) -> str:
@@ -210,8 +218,9 @@ def matched_gain_section(
             "Welch t 95% interval (independent seeds, unequal variances). ES forgets more: supported when "
             "the interval lies below 0. Population, AWD: supported when above 0. Undecided when it holds "
             f"0, or the matched gain is below {MIN_MATCHED_GAIN:g} (no gain to match). Seeds to decide "
-            "(undecided rows): seeds per side at which the interval would exclude 0 if the difference and "
-            "each side's spread stayed as measured.",
+            "(undecided rows): seeds per side a new study needs for its interval to exclude 0 with "
+            f"{PLANNING_POWER:.0%} power, if the difference and each side's spread are as measured "
+            "(a planning number for a fixed study, not a stopping rule).",
         )
         body.append(_table_md(written, root))
         for r in claims.itertuples():
@@ -223,7 +232,7 @@ def matched_gain_section(
                 f"{_cell(r.difference, r.low, r.high)}"
             )
             if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
-                ours += f"; decided at {int(r.seeds_to_decide)} seeds per side at this effect and spread"
+                ours += f"; {seeds_reading(r.seeds_to_decide)}"
             claim_rows.append(
                 f"| {r.sequence}: {CLAIM_TEXT[r.claim]} | {CLAIM_SOURCE[r.claim]} | {ours} | {r.verdict} |"
             )
