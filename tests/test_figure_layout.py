@@ -284,3 +284,48 @@ def test_the_headline_ratio_figure_marks_the_papers_claims_and_the_hard_tasks(
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "Walker2d (hard)" in labels and "Swimmer" in labels
     assert "figures/table1_headline.png" in report and "n = 5 ES seeds per task" in report
+
+
+def test_retention_conditions_of_one_algorithm_get_distinct_colours_and_labels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenAI-ES at two populations and with AWD beside the RL baselines: seven conditions, seven
+    colours (the registry's name-hash fallback gave AWD and population 40 the same one), each
+    labelled with its variant; a registered algorithm keeps its registry colour."""
+    import esbench.baselines.registry
+    import esbench.strategies  # noqa: F401  (registers the ES family)
+
+    conditions = [
+        "eggroll",
+        "openai_es+awd@pop20",
+        "openai_es@pop20",
+        "openai_es@pop40",
+        "pgpe",
+        "ppo",
+        "trpo",
+    ]
+    colours = figures.condition_colors(conditions)
+    assert set(colours) == set(conditions)
+    assert len(set(colours.values())) == len(conditions)
+    for plain in ("eggroll", "pgpe", "ppo", "trpo"):
+        assert colours[plain] == figures.algo_color(plain)
+    assert colours["openai_es@pop20"] == figures.algo_color("openai_es")  # the plain population first
+    assert figures.condition_colors(reversed(conditions)) == colours  # the same in every figure
+    assert figures.algo_label("openai_es+awd@pop20") == "ES (OpenAI) +AWD pop 20"
+    assert figures.algo_label("trpo") == "TRPO"
+
+    rows = [
+        {"sequence": "s", "stage_index": 0, "stage": "a", "algo": algo, "seed": seed,
+         "run_id": f"{algo}-{seed}", "timesteps": t, "p": 0.1 * t / 100 + seed}
+        for algo in conditions for seed in range(2) for t in (0, 100, 200)
+    ]  # fmt: skip
+    boundaries = pd.DataFrame({"sequence": ["s"], "stage_index": [0], "end_timesteps": [200.0]})
+    drawn: list[Figure] = []
+    monkeypatch.setattr(figures, "savefig", lambda fig, stem: drawn.append(fig) or [])
+    figures.plot_retention_curves(pd.DataFrame(rows), boundaries, "unused")
+    lines = [line for ax in drawn[0].axes for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert {line.get_label().split(" (n=")[0] for line in lines} >= {
+        "ES (OpenAI) +AWD pop 20",
+        "ES (OpenAI) pop 40",
+    }
+    assert len({line.get_color() for line in lines}) == len(conditions)

@@ -22,9 +22,10 @@ from matplotlib.font_manager import font_scalings
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from esbench.analysis.conditions import AWD_SUFFIX, base_algo, condition_label
 from esbench.analysis.curves import aggregate_curves, normalized_iqm_curve
 from esbench.analysis.stats import mean_ci
-from esbench.config.registry import colour_of, family_of, label_of
+from esbench.config.registry import colour_of, family_of
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black last; yellow left out: too pale on white).
 OKABE_ITO: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -73,8 +74,30 @@ def algo_color(algo: str) -> str:
 
 
 def algo_label(algo: str) -> str:
-    """Human-readable algorithm name for legends (the registry's label)."""
-    return label_of(algo)
+    """Human-readable algorithm name for legends: the registry's label, with a retention
+    condition's variant (:func:`~esbench.analysis.conditions.condition_label`: ``ES (OpenAI) +AWD
+    pop 20``)."""
+    return condition_label(algo)
+
+
+def condition_colors(conditions: Collection[str]) -> dict[str, str]:
+    """One colour per condition of a figure, no two alike while the palette lasts.
+
+    A registered algorithm keeps its registry colour (:func:`algo_color`). A variant (``+awd``,
+    ``@pop<N>``) takes its algorithm's colour when no other condition of the figure has it, else
+    the first :data:`OKABE_ITO` colour no condition of the figure uses; conditions are served in
+    sorted order (without AWD first), so the same set of conditions gets the same colours in every
+    figure.
+    """
+    names = sorted({str(c) for c in conditions}, key=lambda c: (AWD_SUFFIX in c, c))
+    colours = {c: algo_color(c) for c in names if base_algo(c) == c}
+    for c in names:
+        if c in colours:
+            continue
+        own = algo_color(base_algo(c))
+        free = [k for k in (own, *OKABE_ITO) if k not in colours.values()]
+        colours[c] = free[0] if free else algo_color(c)
+    return colours
 
 
 def new_figure(
@@ -598,6 +621,7 @@ def plot_retention_curves(
         }
     )
     fig, axes = new_figure(max(len(keys), 1), ncols=2)
+    colours = condition_colors(curves["algo"].unique())
     with _style():
         for ax, (seq, i, name) in zip(axes, keys, strict=False):
             rows = curves[(curves["sequence"] == seq) & (curves["stage_index"] == i)]
@@ -607,7 +631,7 @@ def plot_retention_curves(
                 _band(
                     ax,
                     curve,
-                    algo_color(str(algo)),
+                    colours[str(algo)],
                     f"{algo_label(str(algo))} (n={n})",
                     linestyle=_family_style(str(algo)),
                 )
@@ -647,6 +671,7 @@ def plot_retention_drift(
     sparsity = f"sparsity@{tau:g}"
     seqs = sorted(drift["sequence"].unique())
     fig, axes = new_figure(2 * len(seqs), ncols=2)
+    colours = condition_colors(drift["algo"].unique())
     with _style():
         for n, seq in enumerate(seqs):
             panels = ((axes[2 * n], "rel", 0.0), (axes[2 * n + 1], sparsity, 1.0))
@@ -666,7 +691,7 @@ def plot_retention_drift(
                         xs,
                         ys,
                         yerr=np.array(err),
-                        color=algo_color(str(algo)),
+                        color=colours[str(algo)],
                         marker="o",
                         capsize=3,
                         linestyle=_family_style(str(algo)),
@@ -718,6 +743,7 @@ def plot_retention_drift_curves(
     """
     seqs = sorted(drift_curves["sequence"].unique())
     fig, axes = new_figure(len(_DRIFT_PANELS) * max(len(seqs), 1), ncols=len(_DRIFT_PANELS))
+    colours = condition_colors(drift_curves["algo"].unique())
     with _style():
         for n, seq in enumerate(seqs):
             rows = drift_curves[drift_curves["sequence"] == seq]
@@ -729,7 +755,7 @@ def plot_retention_drift_curves(
                     "algo", sort=True
                 ):
                     label = f"{algo_label(str(algo))} (n={int(curve['n_seeds'].iloc[0])})"
-                    _band(ax, curve, algo_color(str(algo)), label, linestyle=_family_style(str(algo)))
+                    _band(ax, curve, colours[str(algo)], label, linestyle=_family_style(str(algo)))
                 for k, t in ends.items():
                     if int(k) < len(ends) - 1:
                         ax.axvline(float(t), color="#000000", linestyle=":", linewidth=0.8)

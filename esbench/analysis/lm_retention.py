@@ -56,11 +56,11 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, base_algo, condition_label
 from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
 from esbench.analysis.retention_decisions import (
     CLAIM_SOURCE,
     CLAIM_TEXT,
-    condition_label,
     seeds_reading,
     transient_cells,
 )
@@ -72,7 +72,7 @@ from esbench.analysis.retention_matched import (
     matched_gain_table,
     transient_summary,
 )
-from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo, read_snapshot_drift
+from esbench.analysis.retention_report import read_snapshot_drift
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of

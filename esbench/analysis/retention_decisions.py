@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.conditions import base_algo, condition_label
 from esbench.analysis.retention_matched import (
     MIN_MATCHED_GAIN,
     UNDECIDED,
@@ -28,10 +29,10 @@ from esbench.analysis.retention_matched import (
     mean_path,
     transient_table,
 )
-from esbench.analysis.retention_report import RetentionData, base_algo
+from esbench.analysis.retention_report import RetentionData
 from esbench.analysis.stats import PLANNING_POWER, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
-from esbench.config.registry import family_of, label_of
+from esbench.config.registry import family_of
 
 #: What each claim says, for the report's "Claims checked" table.
 CLAIM_TEXT = {
@@ -46,12 +47,6 @@ CLAIM_SOURCE = {
     "larger_population_forgets_less": "Schweighofer et al. 2026: larger populations reduce the drop",
     "awd_keeps_retention": "Schweighofer et al. 2026: decay toward the initial parameters removes most of it",
 }
-
-
-def condition_label(condition: str) -> str:
-    """A condition's report label: the algorithm's label with its variant (``ES (OpenAI) +awd``)."""
-    base = base_algo(condition)
-    return label_of(base) + condition[len(base) :].replace("+awd", " +AWD").replace("@pop", " pop ")
 
 
 def _cell(mean: float, low: float, high: float) -> str:

@@ -63,8 +63,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, base_algo
 from esbench.analysis.retention import LAST_K, score_matrix
-from esbench.analysis.retention_report import AWD_SUFFIX, POP_SEP, base_algo
 from esbench.analysis.stats import mean_ci, seeds_to_decide, welch_ci
 
 #: The smallest matched gain the retention report compares at, on the normalized scale (5% of the

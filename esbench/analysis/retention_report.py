@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP
 from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SnapshotDrift, load_snapshot_drift
 from esbench.analysis.load import (
     UnreadableRunFile,
@@ -170,17 +171,6 @@ def scan_sequence_runs(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFr
             newest = max(done.index, key=lambda i: (Path(done.at[i, "path"]) / SUMMARY_FILE).stat().st_mtime)
             used[group.index.difference([newest])] = False
     return runs[used].reset_index(drop=True), runs[~used].reset_index(drop=True), unreadable
-
-
-#: Suffix of a condition trained with Anchored Weight Decay (``algo.l2_anchor: stage_start``).
-AWD_SUFFIX = "+awd"
-#: Separator before a condition's population size (``openai_es@pop40``).
-POP_SEP = "@pop"
-
-
-def base_algo(condition: str) -> str:
-    """The registered algorithm of a condition name (``openai_es+awd@pop40`` -> ``openai_es``)."""
-    return str(condition).split(POP_SEP)[0].removesuffix(AWD_SUFFIX)
 
 
 def condition_names(runs: pd.DataFrame) -> pd.Series:
