@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
-from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, base_algo, condition_label
+from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
 from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
 from esbench.analysis.retention_decisions import (
     CLAIM_SOURCE,
@@ -376,23 +376,19 @@ def plot_lm_curves(points: pd.DataFrame, stem: Path, rng: np.random.Generator) -
     """Task-B reward and task-A retention (rows) against completions and wall-clock (columns),
     per condition: the mean over seeds at each evaluation point every seed reached, with its 95%
     Student-t band (on the wall-clock axis a point sits at its mean time over seeds), and each
-    seed's own curve, thin, to its own last point. Conditions sharing an algorithm (population
-    sizes, Anchored Weight Decay) get distinct colours; one legend below the panels."""
+    seed's own curve, thin, to its own last point. Each condition has its colour of
+    :func:`esbench.analysis.figures.condition_colors`, as in every retention figure; one legend
+    below the panels."""
     fig, axes = figures.new_figure(4, ncols=2)
     measures = (("task_b_reward", "Task-B reward (held out)"), ("task_a_retention", "Task-A accuracy kept"))
     clocks = (
         ("completions", "Completions since task B began"),
         ("wall_clock_s", "Wall-clock since task B began (s)"),
     )
-    conditions = sorted(points["algo"].unique(), key=str)
-    shared = len({base_algo(str(c)) for c in conditions}) < len(conditions)
+    colors = figures.condition_colors(points["algo"].astype(str).unique())
     with figures._style():
-        for m, (algo, group) in enumerate(points.groupby("algo", sort=True)):
-            color = (
-                figures.OKABE_ITO[m % len(figures.OKABE_ITO)]
-                if shared
-                else figures.algo_color(base_algo(str(algo)))
-            )
+        for algo, group in points.groupby("algo", sort=True):
+            color = colors[str(algo)]
             label = f"{condition_label(str(algo))} ({group['seed'].nunique()} seeds)"
             wide = {
                 c: group.pivot_table(index="seed", columns="point", values=c) for c, _ in (*measures, *clocks)
