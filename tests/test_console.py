@@ -28,3 +28,32 @@ def test_bar_shows_best_evaluation_training_max_elapsed_and_eta() -> None:
     assert "best eval      50.0 (now      50.0) | train max      80.0" in third
     assert third.endswith("elapsed 20s, ETA 20s")
     assert "best eval      50.0 (now      20.0)" in last and last.endswith("elapsed 25s, ETA done")
+
+
+def test_speed_and_eta_follow_the_recent_rate_not_the_whole_runs_average() -> None:
+    """A run that speeds up (a sweep's other job ends and leaves it both workers) shows the rate of
+    the last window and an ETA from it; the whole-run average would say 25 steps/s and 4m00s."""
+    now = [0.0]
+    out = io.StringIO()
+    bar = ConsoleProgress(10_000, "openai_es Hopper-v5 s2", stream=out, clock=lambda: now[0], window_s=60.0)
+    for t, ts in ((0.0, 0), (100.0, 1_000), (130.0, 2_500), (160.0, 4_000)):
+        now[0] = t
+        bar.write({"timesteps": ts, "steps_per_s": ts / t if t else 0.0})
+    last = out.getvalue().splitlines()[-1]
+    # The window keeps the newest point at least 60 s old (t=100): 3,000 steps in 60 s.
+    assert "|       50 steps/s |" in last, last
+    assert last.endswith("elapsed 2m40s, ETA 2m00s"), last
+
+
+def test_a_stalled_window_shows_the_rows_rate_and_no_eta() -> None:
+    """No timestep taken since the window's oldest point (a resumed run's first row repeated): the
+    bar falls back to the row's own steps/s and says ``ETA ?`` rather than dividing by zero."""
+    now = [0.0]
+    out = io.StringIO()
+    bar = ConsoleProgress(1_000, "ppo Hopper-v5 s0", stream=out, clock=lambda: now[0])
+    bar.write({"timesteps": 400, "steps_per_s": 7.0})
+    now[0] = 5.0
+    bar.write({"timesteps": 400, "steps_per_s": 7.0})
+    first, second = out.getvalue().splitlines()
+    for line in (first, second):
+        assert "|        7 steps/s |" in line and line.endswith("ETA ?"), line

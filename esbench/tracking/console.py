@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -24,9 +25,11 @@ class ConsoleProgress:
 
     ``best`` is the best *evaluation* return so far (the deterministic policy on the fixed
     evaluation seeds, the number reports use); ``train max`` is this step's best training-episode
-    return (for ES, the best perturbed member's), labelled as such. The ETA extrapolates this
-    process's timesteps per second to the rest of the budget (a resumed run counts from where it
-    resumed).
+    return (for ES, the best perturbed member's), labelled as such. ``steps/s`` and the ETA use the
+    timesteps this process took over the last ``window_s`` seconds, so they follow the rate as it
+    changes (episodes growing longer, a sweep's other job finishing and leaving its workers to this
+    one) instead of averaging over the whole run; before a second step they show the row's own
+    ``steps_per_s`` and ``ETA ?``. A resumed run counts from where it resumed.
     """
 
     def __init__(
@@ -36,6 +39,7 @@ class ConsoleProgress:
         stream: TextIO | None = None,
         width: int = 24,
         clock: Callable[[], float] = time.monotonic,
+        window_s: float = 300.0,
     ) -> None:
         self.total = max(int(total_timesteps), 1)
         self.label = label
@@ -45,7 +49,8 @@ class ConsoleProgress:
         self.tty = self.stream.isatty()
         self.clock = clock
         self.started = clock()
-        self.first_ts: int | None = None
+        self.window_s = window_s
+        self.recent: deque[tuple[float, int]] = deque()  # (clock, timesteps), the window's points
 
     def write(self, row: dict[str, Any]) -> None:
         """Show the state after one step (a sequence's rows evaluating a stage other than the one
@@ -54,8 +59,7 @@ class ConsoleProgress:
         if train and evaluated and train != evaluated:
             return
         ts = int(row.get("timesteps") or 0)
-        if self.first_ts is None:
-            self.first_ts = ts
+        rate = self._rate(ts)
         ev = row.get("eval_return_mean")
         has_eval = isinstance(ev, (int, float)) and math.isfinite(ev)
         if has_eval:
@@ -66,22 +70,34 @@ class ConsoleProgress:
         ev_s = f" (now {ev:9.1f})" if has_eval else ""
         tr = row.get("train_return_max")
         tr_s = f" | train max {tr:9.1f}" if isinstance(tr, (int, float)) and math.isfinite(tr) else ""
-        sps = row.get("steps_per_s") or 0.0
+        sps = rate if rate is not None else (row.get("steps_per_s") or 0.0)
         line = (
             f"{self.label} [{bar}] {ts:>10,}/{self.total:,} steps | {best_s}{ev_s}{tr_s}"
-            f" | {sps:8,.0f} steps/s | {self._time(ts)}"
+            f" | {sps:8,.0f} steps/s | {self._time(ts, rate)}"
         )
         self.stream.write(("\r" + line) if self.tty else line + "\n")
         self.stream.flush()
 
-    def _time(self, ts: int) -> str:
-        """``elapsed 1m05s, ETA 3m10s`` (``ETA ?`` before any timestep was taken here)."""
+    def _rate(self, ts: int) -> float | None:
+        """Timesteps per second over the last ``window_s`` seconds (the oldest point kept is the
+        last one at least that old, so the window always spans it); None before two points or
+        while no timestep was taken in the window."""
+        now = self.clock()
+        self.recent.append((now, ts))
+        while len(self.recent) > 2 and now - self.recent[1][0] >= self.window_s:
+            self.recent.popleft()
+        then, ts_then = self.recent[0]
+        if len(self.recent) < 2 or ts <= ts_then or now <= then:
+            return None
+        return (ts - ts_then) / (now - then)
+
+    def _time(self, ts: int, rate: float | None) -> str:
+        """``elapsed 1m05s, ETA 3m10s`` (``ETA ?`` before a rate was measured here)."""
         elapsed = self.clock() - self.started
-        done = ts - (self.first_ts or 0)
         if ts >= self.total:
             eta = "done"
-        elif done > 0 and elapsed > 0:
-            eta = _clock((self.total - ts) * elapsed / done)
+        elif rate:
+            eta = _clock((self.total - ts) / rate)
         else:
             eta = "?"
         return f"elapsed {_clock(elapsed)}, ETA {eta}"
