@@ -6,6 +6,8 @@ import io
 import math
 
 from esbench.tracking.console import ConsoleProgress
+from esbench.tracking.logger import MetricsLogger
+from esbench.tracking.store import RunStore
 
 
 def test_bar_shows_best_evaluation_training_max_elapsed_and_eta() -> None:
@@ -57,3 +59,24 @@ def test_a_stalled_window_shows_the_rows_rate_and_no_eta() -> None:
     first, second = out.getvalue().splitlines()
     for line in (first, second):
         assert "|        7 steps/s |" in line and line.endswith("ETA ?"), line
+
+
+def test_a_resumed_runs_bar_keeps_the_best_evaluation_from_before_its_checkpoint(tmp_path) -> None:
+    """A run resumed from a checkpoint shows the whole run's best evaluation, read back from the
+    rows metrics.csv kept (not ``-`` until the next evaluation, nor only the evaluations after it)."""
+    store = RunStore(tmp_path, "exp", "run")
+    first = MetricsLogger(store, [])
+    for ts, ev in ((0, 100.0), (500, 1503.1), (1000, math.nan), (1500, 900.0)):
+        first.record_many({"timesteps": ts, "eval_return_mean": ev})
+        first.dump()
+    out = io.StringIO()
+    bar = ConsoleProgress(4000, "openai_es Hopper-v5 s2", stream=out)
+    resumed = MetricsLogger(store, [bar])
+    resumed.resume(3)  # the checkpoint came after the third row; the fourth (900) is dropped
+    resumed.record_many({"timesteps": 1500, "train_return_max": 1519.8})
+    resumed.dump()
+    resumed.record_many({"timesteps": 2000, "eval_return_mean": 1474.7})
+    resumed.dump()
+    no_eval, with_eval = out.getvalue().splitlines()
+    assert "best eval    1503.1 | train max    1519.8" in no_eval, no_eval
+    assert "best eval    1503.1 (now    1474.7)" in with_eval, with_eval

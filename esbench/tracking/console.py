@@ -29,7 +29,8 @@ class ConsoleProgress:
     timesteps this process took over the last ``window_s`` seconds, so they follow the rate as it
     changes (episodes growing longer, a sweep's other job finishing and leaving its workers to this
     one) instead of averaging over the whole run; before a second step they show the row's own
-    ``steps_per_s`` and ``ETA ?``. A resumed run counts from where it resumed.
+    ``steps_per_s`` and ``ETA ?``. A resumed run's bar is shown the rows before its checkpoint
+    (:meth:`resumed`): its best evaluation is the whole run's; its speed counts from the resume.
     """
 
     def __init__(
@@ -52,22 +53,42 @@ class ConsoleProgress:
         self.window_s = window_s
         self.recent: deque[tuple[float, int]] = deque()  # (clock, timesteps), the window's points
 
+    def resumed(self, rows: list[dict[str, Any]]) -> None:
+        """Take in the rows a resumed run logged before its checkpoint (their best evaluation),
+        without drawing them."""
+        for row in rows:
+            ev = self._evaluation(row)
+            if ev is not None:
+                self.best = max(self.best, ev)
+
+    @staticmethod
+    def _trains_what_it_evaluates(row: dict[str, Any]) -> bool:
+        train, evaluated = row.get("train_task"), row.get("eval_task")
+        return not (train and evaluated and train != evaluated)
+
+    def _evaluation(self, row: dict[str, Any]) -> float | None:
+        """The row's evaluation return of the stage trained, if it has one."""
+        ev = row.get("eval_return_mean")
+        if not isinstance(ev, (int, float)) or not math.isfinite(ev):
+            return None
+        if not self._trains_what_it_evaluates(row):
+            return None
+        return float(ev)
+
     def write(self, row: dict[str, Any]) -> None:
         """Show the state after one step (a sequence's rows evaluating a stage other than the one
         trained add nothing: one line per step, with the trained stage's evaluation)."""
-        train, evaluated = row.get("train_task"), row.get("eval_task")
-        if train and evaluated and train != evaluated:
+        if not self._trains_what_it_evaluates(row):
             return
         ts = int(row.get("timesteps") or 0)
         rate = self._rate(ts)
-        ev = row.get("eval_return_mean")
-        has_eval = isinstance(ev, (int, float)) and math.isfinite(ev)
-        if has_eval:
-            self.best = max(self.best, float(ev))  # type: ignore[arg-type]
+        ev = self._evaluation(row)
+        if ev is not None:
+            self.best = max(self.best, ev)
         frac = min(ts / self.total, 1.0)
         bar = "#" * int(frac * self.width) + "-" * (self.width - int(frac * self.width))
         best_s = f"best eval {self.best:9.1f}" if math.isfinite(self.best) else f"best eval {'-':>9}"
-        ev_s = f" (now {ev:9.1f})" if has_eval else ""
+        ev_s = f" (now {ev:9.1f})" if ev is not None else ""
         tr = row.get("train_return_max")
         tr_s = f" | train max {tr:9.1f}" if isinstance(tr, (int, float)) and math.isfinite(tr) else ""
         sps = rate if rate is not None else (row.get("steps_per_s") or 0.0)

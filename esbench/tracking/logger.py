@@ -54,7 +54,8 @@ class MetricsLogger:
     def resume(self, n_rows: int) -> None:
         """Continue a run whose checkpoint was written after ``n_rows`` rows: ``metrics.csv`` is
         cut back to them (:meth:`RunStore.truncate_metrics`) and they become :attr:`rows`, already
-        written, so the next row is appended.
+        written, so the next row is appended. Writers with a ``resumed(rows)`` method (the console
+        bar) are shown those rows, so what they summarize (the best evaluation) spans the whole run.
 
         Raises:
             RunFileError: ``metrics.csv`` does not hold the checkpoint's rows.
@@ -62,6 +63,10 @@ class MetricsLogger:
         self._rows = self.store.truncate_metrics(n_rows)
         self._written = len(self._rows)
         self._last_written = self._rows[-1] if self._rows else None
+        for w in self.writers:
+            resumed = getattr(w, "resumed", None)
+            if resumed is not None:
+                resumed(self._rows)
 
     def record(self, key: str, value: Any) -> None:
         """Set one value of the current row."""
