@@ -235,6 +235,23 @@ SLOW = ([0, 250, 500, 1000, 1500, 2000], [0, 20, 40, 80, 100, 120])  # 100 at 15
 SHORT = ([0, 250], [0, 20])  # ends at 250 below 100
 
 
+def test_a_claim_whose_tasks_have_no_run_is_not_tested_not_undecided(tmp_path) -> None:
+    """Runs on a simple task alone (Swimmer): claim B is answered, claim A (Hopper and Walker2d) is
+    marked not tested, naming its tasks, in the claims table and the report, instead of reading
+    "undecided" as if its data were inconclusive."""
+    for seed in range(3):
+        write_run(tmp_path, "table1", "openai_es", "Swimmer-v5", seed, T, 0.1 * T + seed)
+    report = build_report("table1", tmp_path, tmp_path / "paper")
+    text = report.read_text()
+    a = next(line for line in text.splitlines() if line.startswith("| A (Sec. 4.1)"))
+    b = next(line for line in text.splitlines() if line.startswith("| B (Sec. 4.1)"))
+    untested = "— (not tested: no runs on Hopper-v5, Walker2d-v5)"
+    assert f"holds here vs the paper's TRPO: {untested}" in a and "undecided" not in a, a
+    assert f"paper's number reproduced: {untested}" in a
+    assert "not tested" not in b and "holds here vs the paper's TRPO: **" in b, b
+    assert "Each answer is supported, contradicted or undecided (or not tested, where no run covers" in text
+
+
 @pytest.mark.parametrize(
     ("es", "word", "decide", "claim_word"),
     [

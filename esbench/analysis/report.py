@@ -455,7 +455,13 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             "Each claim is the paper's own sentence (results/reference/salimans2017_claims.csv) with two "
             "separate answers: does the claim hold here (against the paper's TRPO curve and, where we "
             "ran TRPO, against ours), and did we reproduce the paper's number (our ratio's interval "
-            "contains the paper's). Each answer is supported, contradicted or undecided.\n\n"
+            "contains the paper's). Each answer is supported, contradicted or undecided"
+            + (
+                " (or not tested, where no run covers the claim's tasks)"
+                if (claims["holds_paper_trpo"] == "").any()
+                else ""
+            )
+            + ".\n\n"
             + claims_markdown(claims)
             + f"\nTimes to a target: {TIME_CI_METHOD}, 95%; over our TRPO both sides' seeds are "
             "resampled (each side at sqrt(0.95)). Measured coverage on synthetic learning curves "

@@ -631,9 +631,13 @@ CLAIM_COLUMNS: tuple[str, ...] = (
 def _claim_answer(
     claim: Claim, rows: pd.DataFrame, word_col: str, note_col: str, every: bool
 ) -> tuple[str, str]:
-    """(label, note) of one answer to ``claim`` from the rows it covers (one per task)."""
+    """(label, note) of one answer to ``claim`` from the rows it covers (one per task); no label
+    when no run covers any of its tasks (the claim is not tested by these runs: a report of the hard
+    tasks alone says so of the simple tasks' claim instead of calling it undecided)."""
     from esbench.analysis.verdicts import UNDECIDED, Verdict, combine, combine_any
 
+    if rows.empty:
+        return "", f"not tested: no runs on {', '.join(claim.tasks)}"
     verdicts = [
         Verdict(w, f"{name}: {n}" if n else "")
         for name, w, n in zip(rows["env_name"], rows[word_col], rows[note_col], strict=True)
