@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,22 @@ def test_readers_answer_from_the_registry() -> None:
     es_cost = _job_cost(["algo=openai_es", "env=hopper", "budget.timesteps=100000"])[1]
     rl_cost = _job_cost(["algo=trpo", "env=hopper", "budget.timesteps=100000"])[1]
     assert es_cost < rl_cost  # ES steps at the simulator's rate, RL at its learner's
+
+
+def test_a_library_caller_sees_the_registry_without_loading_it_first() -> None:
+    """In a fresh interpreter that imported only the analysis (a notebook rendering a report), the
+    figures' labels and colours and the loader's families are the registry's, as from the CLI:
+    a lookup imports the registering packages itself, so a report's bytes do not depend on what the
+    caller happened to import."""
+    code = (
+        "from esbench.analysis.figures import algo_color, algo_label\n"
+        "from esbench.analysis.load import is_es\n"
+        "print(algo_label('openai_es'), algo_label('trpo'), algo_color('ppo'),"
+        " is_es('eggroll'), is_es('dqn'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    labels = f"{get_algorithm('openai_es').label} {get_algorithm('trpo').label}"
+    assert out.stdout.strip() == f"{labels} {get_algorithm('ppo').colour} True False"
 
 
 def test_unknown_algorithm_suggests_close_matches() -> None:

@@ -9,13 +9,16 @@ recipes and cost estimates all read this table; ``conf/algo/<key>.yaml`` is the 
 a key appears.
 
 This module sits at the bottom layer (config): it imports no algorithm. The registry is filled by
-importing the algorithm packages, which :func:`esbench.runner.load_algorithms` does for every
-entry point (CLI, sweep jobs, tests).
+importing the algorithm packages, which :func:`esbench.runner.load_components` does for every
+entry point (CLI, sweep jobs, tests); a lookup that misses imports them once itself (their names
+are strings here, as Gymnasium's entry points are), so a library caller, such as a notebook
+rendering a report, sees the same labels, colours and families as the CLI.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -77,8 +80,6 @@ class AlgorithmSpec:
         """The implementing class (imports an entry point given as ``"module:attr"``)."""
         if isinstance(self.cls, type):
             return self.cls
-        import importlib
-
         module, _, attr = self.cls.partition(":")
         cls = getattr(importlib.import_module(module), attr)
         assert isinstance(cls, type), f"{self.cls} is not a class"
@@ -86,6 +87,30 @@ class AlgorithmSpec:
 
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
+
+#: The packages whose import registers algorithms: every ES strategy module, the RL baselines.
+REGISTERING_MODULES: tuple[str, ...] = ("esbench.strategies", "esbench.baselines.registry")
+_registering_imported = False
+
+
+def _import_registering() -> None:
+    """Import :data:`REGISTERING_MODULES` once (a no-op after the first call, and while they are
+    being imported: the guard is set first)."""
+    global _registering_imported
+    if not _registering_imported:
+        _registering_imported = True
+        for module in REGISTERING_MODULES:
+            importlib.import_module(module)
+
+
+def _lookup(key: str) -> AlgorithmSpec | None:
+    """The spec of ``key``; on the first miss, the registering packages are imported, then it is
+    looked up again (None: nothing registers ``key``, e.g. a run from an old results store)."""
+    spec = _REGISTRY.get(str(key))
+    if spec is None and not _registering_imported:
+        _import_registering()
+        spec = _REGISTRY.get(str(key))
+    return spec
 
 
 def register_algorithm(spec: AlgorithmSpec) -> AlgorithmSpec:
@@ -106,6 +131,7 @@ def register_algorithm(spec: AlgorithmSpec) -> AlgorithmSpec:
 
 def algorithms(family: str | None = None) -> dict[str, AlgorithmSpec]:
     """Every registered algorithm (of one family when given), by key, in registration order."""
+    _import_registering()
     return {k: s for k, s in _REGISTRY.items() if family is None or s.family == family}
 
 
@@ -115,7 +141,7 @@ def get_algorithm(key: str) -> AlgorithmSpec:
     Raises:
         ConfigError: no such algorithm; the message suggests close matches and lists the keys.
     """
-    spec = _REGISTRY.get(str(key))
+    spec = _lookup(key)
     if spec is None:
         raise ConfigError(unknown_algorithm_message(str(key)))
     return spec
@@ -131,25 +157,25 @@ def unknown_algorithm_message(key: str) -> str:
 
 def family_of(key: str) -> str | None:
     """The family of ``key``, or None for a key nothing registered (e.g. an old results store)."""
-    spec = _REGISTRY.get(str(key))
+    spec = _lookup(key)
     return spec.family if spec else None
 
 
 def label_of(key: str) -> str:
     """The report label of ``key`` (the key itself when unregistered)."""
-    spec = _REGISTRY.get(str(key))
+    spec = _lookup(key)
     return spec.label if spec else str(key)
 
 
 def colour_of(key: str, default: str = "#777777") -> str:
     """The figure colour of ``key`` (``default`` when unregistered)."""
-    spec = _REGISTRY.get(str(key))
+    spec = _lookup(key)
     return spec.colour if spec else default
 
 
 def is_value_based(key: str) -> bool:
     """Whether ``key`` is a value-based learner (False when unregistered)."""
-    spec = _REGISTRY.get(str(key))
+    spec = _lookup(key)
     return bool(spec and spec.value_based)
 
 
