@@ -140,7 +140,11 @@ def reproduce(recipe: Recipe, scale: str, overrides: list[str], out_dir: str, al
     results_dir = _value(overrides, "results_dir", "results/runs")
     try:
         path = build_report(
-            recipe.report, results_dir=results_dir, out_dir=out_dir, allow_partial=allow_partial or failed > 0
+            recipe.report,
+            results_dir=results_dir,
+            out_dir=out_dir,
+            allow_partial=allow_partial or failed > 0,
+            recipe_scale=scale,
         )
     except (IncompleteResultsError, FileNotFoundError) as e:
         print(f"esbench: {recipe.name}: report not written: {e}", file=sys.stderr)

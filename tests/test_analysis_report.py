@@ -315,3 +315,29 @@ def test_curves_report_states_the_coverage_of_its_iqm_band_and_median_intervals(
     expected = f"measured coverage at 3 seeds x 2 tasks: {100 * iqm_coverage(3, 2):.0f}% on 200 simulated"
     assert report.count(expected) == 4  # two figures (timesteps, wall-clock), each alt text and caption
     assert "exact coverage 75% at 3 seeds (no interval of a median over fewer than 6 seeds" in report
+
+
+def test_provenance_names_the_recipe_scale_beside_the_runs_budget_preset(tmp_path) -> None:
+    """A recipe scale that runs another scale's budget preset at more seeds (the decisive retention
+    scale runs the mini's preset) is named in the provenance with the runs' preset, kept in
+    data/ (a report rendered again from it says the same); where the two agree, or the report was
+    made by ``esbench report``, the line is the runs' preset alone."""
+    from esbench.analysis.report import render_report
+    from esbench.analysis.report_check import check_report
+
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        write_run(runs, "table1", "openai_es", "Swimmer-v5", seed, T, 0.1 * T + seed, scale="mini")
+    line = (
+        "- Scale: decisive (`esbench reproduce ... scale=decisive`); "
+        "the runs' budget preset (budget.scale): mini"
+    )
+    made = build_report("table1", runs, tmp_path / "a", recipe_scale="decisive")
+    assert line in made.read_text().splitlines()
+    assert check_report(made.parent).ok
+    copy = tmp_path / "copy" / "table1"
+    shutil.copytree(made.parent / "data", copy / "data")
+    assert line in render_report(copy).read_text().splitlines()
+    for recipe_scale in ("mini", None):
+        text = build_report("table1", runs, tmp_path / "b", recipe_scale=recipe_scale).read_text()
+        assert "- Scale: mini" in text.splitlines() and "scale=decisive" not in text

@@ -1188,7 +1188,15 @@ def provenance(results: Results, manifest: Manifest | None = None) -> str:
             f"- Report made from: esbench commit {manifest.report_commit or 'unknown'} "
             f"({state[manifest.report_dirty]}); its data: `data/` (`esbench report --check` recomputes it)"
         )
-    lines.append(f"- Scale: {', '.join(_unique(results.runs['scale'])) or 'unknown'}")
+    presets = ", ".join(_unique(results.runs["scale"])) or "unknown"
+    recipe_scale = manifest.recipe_scale if manifest is not None else None
+    if recipe_scale is not None and presets != recipe_scale:
+        lines.append(
+            f"- Scale: {recipe_scale} (`esbench reproduce ... scale={recipe_scale}`); "
+            f"the runs' budget preset (budget.scale): {presets}"
+        )
+    else:
+        lines.append(f"- Scale: {presets}")
     lines.append(f"- Experiments: {', '.join(_unique(results.runs['experiment']))}")
     complete = int(results.runs["complete"].sum())
     unreadable = set(results.unreadable["path"])
@@ -1238,6 +1246,7 @@ def build_report(
     out_dir: str | Path = "paper",
     allow_partial: bool = False,
     seed: int = 0,
+    recipe_scale: str | None = None,
 ) -> Path:
     """Write the data, tables, figures and ``REPORT.md`` of one target.
 
@@ -1254,6 +1263,9 @@ def build_report(
             The ``retention`` target always reports them (which seeds, which runs) and never fails
             on them: a sequence with some seeds missing still renders what it has.
         seed: Seed of the Generator every bootstrap draws from.
+        recipe_scale: The ``esbench reproduce`` scale the runs were made at, when it made the
+            report: the provenance names it beside the runs' budget preset where the two differ
+            (the decisive retention scale runs the mini's budget preset at more seeds).
 
     Returns:
         Path of the written ``REPORT.md``.
@@ -1290,6 +1302,7 @@ def build_report(
         seed=seed,
         allow_partial=allow_partial,
         scales=_unique(results.runs["scale"]),
+        recipe_scale=recipe_scale,
         report_commit=commit,
         report_dirty=dirty,
         run_commits=_unique(i.get("git_commit") for i in results.env_info.values()),

@@ -5,7 +5,8 @@ so anyone holding a report can re-derive every number in it and ``esbench report
 prove the committed tables still follow from it. Layout::
 
     data/
-      manifest.json     format, report name and target, scale, bootstrap seed, the esbench commit
+      manifest.json     format, report name and target, scales (the runs' budget presets and the
+                        recipe's), bootstrap seed, the esbench commit
                         the report was made from (and whether its tree was clean), the commits the
                         runs came from, the versions that draw the figures, sha256 of every file
       runs.parquet      the run table (one row per run used: config columns + summary keys)
@@ -66,6 +67,9 @@ class Manifest:
         seed: Seed of the Generator every bootstrap draws from.
         allow_partial: Missing runs / unequal seed counts were allowed (and marked).
         scales: The runs' ``budget.scale`` values.
+        recipe_scale: The ``esbench reproduce`` scale that made the report (None: made by
+            ``esbench report``, or before it was recorded). A recipe scale may run another scale's
+            budget preset (``budget.scale``) at more seeds, so the two can differ.
         report_commit: The esbench git commit the report was made with (None: not a git checkout).
         report_dirty: Whether that checkout had uncommitted changes (None: unknown).
         run_commits: The distinct git commits the runs were made with.
@@ -93,6 +97,7 @@ class Manifest:
     run_files: list[str] = field(default_factory=list)
     sha256: dict[str, str] = field(default_factory=dict)
     format: int = FORMAT
+    recipe_scale: str | None = None
 
 
 def figure_versions() -> dict[str, str]:
