@@ -195,6 +195,7 @@ def test_stopped_es_runs_count_as_reached_in_every_table_and_claim(tmp_path) -> 
     assert table.loc[1.0, "claim"] == "B" and table.loc[1.0, "verdict"] == "undecided"
     md = (tables / "table1.md").read_text()
     assert "750 [250, > 750]" in md and "0.75 [0.25, > 0.75]" in md and "> 250" not in md
+    assert "An interval [x, x]" not in md  # no interval is a single evaluation point here
     text = report.read_text()
     claim = next(line for line in text.splitlines() if line.startswith("| B (Sec. 4.1)"))
     assert "over our TRPO: Swimmer: 0.75 [0.25, > 0.75] (n=3 ES, 2 TRPO)" in claim
@@ -341,3 +342,18 @@ def test_provenance_names_the_recipe_scale_beside_the_runs_budget_preset(tmp_pat
     for recipe_scale in ("mini", None):
         text = build_report("table1", runs, tmp_path / "b", recipe_scale=recipe_scale).read_text()
         assert "- Scale: mini" in text.splitlines() and "scale=decisive" not in text
+
+
+def test_an_interval_on_one_evaluation_point_is_explained(tmp_path) -> None:
+    """Three seeds that all pass every Swimmer target at their first evaluation after 0 give ES
+    intervals [250, 250]: the table's notes say why (a time is an evaluation point, resolved only
+    to the spacing between evaluations), in both Table 1 tables."""
+    for seed in range(3):
+        write_run(tmp_path, "table1", "openai_es", "Swimmer-v5", seed, T, [0.0] + [400.0 + seed] * 4)
+        write_run(tmp_path, "table1", "trpo", "Swimmer-v5", seed, T, 0.1 * T + seed)
+    report = build_report("table1", tmp_path, tmp_path / "paper")
+    tables = report.parent / "tables"
+    for name in ("table1_paper", "table1"):
+        md = (tables / f"{name}.md").read_text()
+        assert "250 [250, 250]" in md, name
+        assert "An interval [x, x]: both edges of the band reached the target at the same evaluation" in md

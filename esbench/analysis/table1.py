@@ -397,6 +397,20 @@ def _notes_common() -> str:
     )
 
 
+def _resolution_note(table: pd.DataFrame) -> str:
+    """A note for the rows whose ES interval is one point (``[x, x]``), empty when none is: a time
+    to a target is an evaluation point, so two band edges crossing between the same two evaluations
+    give the same time."""
+    low, high = table["es_low"].to_numpy(float), table["es_high"].to_numpy(float)
+    same = np.isfinite(low) & (low == high) & (table["n_seeds_es"].to_numpy() >= 2)
+    if not same.any():
+        return ""
+    return (
+        " An interval [x, x]: both edges of the band reached the target at the same evaluation; a "
+        "time is an evaluation point, resolved to the spacing between evaluations and no finer."
+    )
+
+
 def write_table1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """Write ``table1.csv``/``.md``/``.tex`` under ``out_dir``."""
     notes = (
@@ -406,7 +420,7 @@ def write_table1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
         "'> X': not reached by timestep X, the last all ES seeds cover (a lower bound on the ratio, "
         "never an invented number). A run that stopped at a target score (budget.stop_at_return) "
         "counts as having reached every target up to it, at its stopping timestep. " + _notes_common()
-    )
+    ) + _resolution_note(table)
     if (table["stopped_below"] > 0).any():
         notes += (
             " Where a run stopped at a score below a target, it is censored at its stop for that "
@@ -588,7 +602,7 @@ def write_table1_paper(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Pa
         "timesteps (a published constant). A run that stopped at a target score "
         "(budget.stop_at_return) counts as having reached every target up to it, at its stopping "
         "timestep. " + _notes_common()
-    )
+    ) + _resolution_note(table)
     if (table["stopped_below"] > 0).any():
         notes += (
             " Where a run stopped at a score below a target, it is censored at its stop for that "
