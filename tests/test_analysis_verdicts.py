@@ -28,6 +28,8 @@ from esbench.analysis.verdicts import (
     ratio_interval,
     ratio_verdict,
     reproduce_verdict,
+    seeds_to_decide_time,
+    time_intervals,
     time_to_target,
 )
 from tests.synthetic_store import write_run
@@ -125,6 +127,54 @@ def test_undecided_says_what_would_decide() -> None:
     # Both sides random: ES [80, 120] over a baseline [10, 30] -> [2.67, 12]: straddles 10.
     both = ratio_interval(tt(100, 80, 120), tt(20, 10, 30, n=2))
     assert ratio_verdict(both, 10.0) == Verdict(UNDECIDED, "the interval straddles 10x: more seeds (now 2)")
+
+
+def _plateau_study(rng: np.random.Generator, n_studies: int, n: int) -> np.ndarray:
+    """Seed curves on t = 0..10 that level off at 100 (each seed offset by N(0, 15^2) for its
+    whole run, plus N(0, 2^2) per evaluation): shape (n_studies, n, 11)."""
+    t = np.arange(11.0)
+    offset = rng.normal(0.0, 15.0, (n_studies, n, 1))
+    return 100.0 * (1.0 - np.exp(-t / 2.0)) + offset + rng.normal(0.0, 2.0, (n_studies, n, t.size))
+
+
+def test_seeds_to_decide_a_time_claim_is_the_study_size_that_decides_it_four_times_in_five() -> None:
+    """A claim "reaches 110 before t = 8" on curves that level off at 100 is false. Planned from 40
+    measured seeds, a study of the planned size contradicts it in about 80% of 2,000 fresh studies
+    (decided exactly as ratio_verdict decides: the t band's upper edge never reaches 110 before
+    t = 8), and a study 3 seeds smaller does so less often: the number means what the note says."""
+    rng = np.random.default_rng(1)
+    grid, target, limit_time = np.arange(11.0), 110.0, 8.0
+    planned = seeds_to_decide_time(_plateau_study(rng, 1, 40)[0], grid, target, limit_time)
+    assert 5 <= planned <= 30, planned
+
+    def decided(n: int) -> float:
+        studies = _plateau_study(np.random.default_rng(2), 2000, n)
+        low = time_intervals(studies, grid, target)[:, 1]  # the upper edge's first reach
+        return float(np.mean(low >= limit_time))
+
+    at_plan = decided(int(planned))
+    assert 0.72 <= at_plan <= 0.9, (planned, at_plan)
+    assert decided(int(planned) - 3) < at_plan - 0.05
+
+
+def test_seeds_to_decide_a_time_claim_edge_cases() -> None:
+    grid = np.arange(11.0)
+    one = _plateau_study(np.random.default_rng(0), 1, 1)[0]
+    assert np.isnan(seeds_to_decide_time(one, grid, 110.0, 8.0))  # no spread from one seed
+    # Seeds far above the target early on: any study supports "reaches 50 before t = 8".
+    high = _plateau_study(np.random.default_rng(0), 1, 5)[0] + 200.0
+    assert seeds_to_decide_time(high, grid, 50.0, 8.0) == 2.0
+    # Runs that end before the limit cannot contradict, and a mean far below never supports.
+    three = np.repeat(one, 3, axis=0) + np.array([[0.0], [5.0], [-5.0]])
+    assert np.isposinf(seeds_to_decide_time(three, grid, 500.0, 20.0))
+    # The note names the planned study.
+    ri = ratio_interval(tt(150, 100, 250), 20.0)
+    note = ratio_verdict(ri, 10.0, plan=lambda: 9.0).decide
+    assert note == (
+        "the interval straddles 10x: more seeds (now 3); a study of 9 seeds decides it with 80% power "
+        "if the mean curve and its spread are as measured"
+    )
+    assert "no study of up to 100 seeds" in ratio_verdict(ri, 10.0, plan=lambda: np.inf).decide
 
 
 @pytest.mark.parametrize(

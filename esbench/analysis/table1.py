@@ -18,6 +18,7 @@ contains the paper's ratio); :func:`claims_table` combines them per claim.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -493,7 +494,14 @@ def table1_paper(
     Returns:
         DataFrame with columns :data:`PAPER_COLUMNS`.
     """
-    from esbench.analysis.verdicts import ratio_interval, ratio_verdict, reproduce_verdict, time_to_target
+    from esbench.analysis.verdicts import (
+        ratio_interval,
+        ratio_verdict,
+        reach_curves,
+        reproduce_verdict,
+        seeds_to_decide_time,
+        time_to_target,
+    )
 
     del rng
     claims = load_claims() if claims is None else claims
@@ -511,11 +519,14 @@ def table1_paper(
                 trpo_t, es_t = float(r.trpo_timesteps), float(r.es_timesteps)
                 ri = ratio_interval(tt, trpo_t)
                 claim = claim_for(claims, str(env_id), float(r.progress_fraction))
-                verdict = (
-                    ratio_verdict(ri, claim.limit, claim.inclusive, tt, float(r.trpo_score), trpo_t)
-                    if claim
-                    else None
-                )
+                verdict = None
+                if claim:
+                    target, limit_time = float(r.trpo_score), claim.limit * trpo_t
+                    grid, values, _ = reach_curves(runs, target, stopped)
+                    plan = functools.partial(
+                        seeds_to_decide_time, values, grid, target, limit_time, claim.inclusive
+                    )
+                    verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, target, trpo_t, plan)
                 reproduced = reproduce_verdict(ri, float(r.es_over_trpo))
                 rows.append(
                     {

@@ -39,14 +39,14 @@ straddles the limit, always with the seed count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from esbench.analysis.stats import N_RESAMPLES, REACH_COLUMN, interpolate_runs, reach_scores
+from esbench.analysis.stats import N_RESAMPLES, PLANNING_POWER, REACH_COLUMN, interpolate_runs, reach_scores
 from esbench.analysis.tables import fmt_num
 
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
@@ -56,6 +56,9 @@ VERDICT_LABELS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED)
 
 #: The interval method of times to a target, as a report names it.
 TIME_CI_METHOD = "inverted Student-t band of the mean curve over seeds"
+
+#: The largest study :func:`seeds_to_decide_time` plans ("more than" beyond it).
+MAX_PLANNED_SEEDS = 100
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,94 @@ def time_interval(
     return float(point), float(low), float(high)
 
 
+def reach_curves(
+    curves: pd.DataFrame, target: float, stopped: set[object] | None = None, x: str = "timesteps"
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The seed curves a time to ``target`` is read from (:func:`time_to_target`).
+
+    Returns:
+        ``(grid, values, stopped_below)``: the x values every seed covers, shape (g,); each seed's
+        score on them, shape (n_seeds, g) (a confirmed point at the lower of its evaluation and its
+        confirmation; a run that stopped at or above ``target`` holds ``target`` past its stop);
+        and the runs that stopped below ``target`` (censored at their stop). No seeds: shape (0, 0).
+    """
+    xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
+    if xs.size == 0:
+        return np.empty(0), np.empty((0, 0)), 0
+    tol = 1e-9 * max(1.0, abs(target))
+    curves = reach_scores(curves)
+    ends = _stopping_scores(curves, stopped or set(), x)
+    reached = {r for r, v in ends.items() if v >= target - tol}
+    grid, values, _ = interpolate_runs(
+        curves, x=x, y=REACH_COLUMN, grid=np.unique(xs), carry=reached, held=float(target)
+    )
+    covered = np.all(np.isfinite(values), axis=0)
+    return grid[covered], values[:, covered], len(ends) - len(reached)
+
+
+def seeds_to_decide_time(
+    values: np.ndarray,
+    grid: np.ndarray,
+    target: float,
+    limit_time: float,
+    inclusive: bool = False,
+    confidence: float = 0.95,
+    power: float = PLANNING_POWER,
+    max_seeds: int = MAX_PLANNED_SEEDS,
+    n_sims: int = 2000,
+) -> float:
+    """Seeds a new study needs for the claim "the time to ``target`` is below ``limit_time``" (at
+    or below, when ``inclusive``) to be decided, either way, with probability ``power``: a planning
+    number, not a promise and not a stopping rule (adding seeds until it is decided is optional
+    stopping).
+
+    The new seeds' curves are drawn from a Gaussian with the measured seeds' mean curve and their
+    covariance across evaluation points (a parametric bootstrap: each simulated curve is the mean
+    plus a standard normal combination of the measured seeds' deviations, so a seed that runs high
+    stays high), and each simulated study is decided as :func:`ratio_verdict` decides ours: its
+    t band's lower edge reaching the target before the limit supports the claim; its upper edge not
+    reaching it on the runs' span up to the limit contradicts it (only when the runs cover it).
+
+    Args:
+        values: The measured seeds' curves on ``grid``, shape (n_seeds, g) (:func:`reach_curves`).
+        grid: Increasing x values, shape (g,).
+        target: The score to reach.
+        limit_time: The claim's limit in x (limit x the baseline's time).
+        inclusive: Whether reaching the target at ``limit_time`` itself satisfies the claim.
+        confidence: Nominal level of the band.
+        power: The probability of a decision to plan for.
+        max_seeds: The largest study considered.
+        n_sims: Simulated studies per seed count (the same draws for every count).
+
+    Returns:
+        The smallest seed count with at least that probability; +inf when none up to
+        ``max_seeds`` has it; NaN with fewer than 2 measured seeds or no grid.
+    """
+    values, grid = np.asarray(values, dtype=float), np.asarray(grid, dtype=float)
+    n0 = values.shape[0]
+    if n0 < 2 or grid.size == 0:
+        return float("nan")
+    tol = 1e-9 * max(1.0, abs(target))
+    mean = values.mean(axis=0)
+    dev = (values - mean) / np.sqrt(n0 - 1)  # a simulated seed is mean + z @ dev, z ~ N(0, I)
+    window = grid <= limit_time if inclusive else grid < limit_time
+    covers = bool(grid[-1] >= limit_time)
+    draws = np.random.default_rng(0).standard_normal((n_sims, max_seeds, n0))
+    for n in range(2, max_seeds + 1):
+        z = draws[:, :n]
+        z_mean = z.mean(axis=1)
+        centred = z - z_mean[:, None, :]
+        scatter = np.einsum("sni,snj->sij", centred, centred)
+        sim_mean = mean + z_mean @ dev
+        sim_var = np.maximum(np.einsum("ig,sij,jg->sg", dev, scatter, dev) / (n - 1), 0.0)
+        half = stats.t.ppf(0.5 + confidence / 2.0, n - 1) * np.sqrt(sim_var / n)
+        supported = np.any((sim_mean - half >= target - tol)[:, window], axis=1)
+        contradicted = covers & np.all((sim_mean + half < target - tol)[:, window], axis=1)
+        if np.mean(supported | contradicted) >= power:
+            return float(n)
+    return float("inf")
+
+
 def time_to_target(
     curves: pd.DataFrame,
     target: float,
@@ -174,20 +265,10 @@ def time_to_target(
     """
     del rng, n_resamples
     nan = float("nan")
-    xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
-    if xs.size == 0:
-        return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
-    tol = 1e-9 * max(1.0, abs(target))
-    curves = reach_scores(curves)
-    ends = _stopping_scores(curves, stopped or set(), x)
-    reached = {r for r, v in ends.items() if v >= target - tol}
-    grid, values, _ = interpolate_runs(
-        curves, x=x, y=REACH_COLUMN, grid=np.unique(xs), carry=reached, held=float(target)
-    )
-    below = len(ends) - len(reached)
-    covered = np.all(np.isfinite(values), axis=0)
-    grid, values = grid[covered], values[:, covered]
+    grid, values, below = reach_curves(curves, target, stopped, x)
     n = values.shape[0]
+    if n == 0:
+        return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
     if grid.size == 0:
         return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence)
     point, low, high = time_interval(values, grid, target, confidence)
@@ -276,7 +357,8 @@ class Verdict:
 
 
 def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: TimeToTarget | None = None,
-                  target: float = float("nan"), denominator: float = float("nan")) -> Verdict:  # fmt: skip
+                  target: float = float("nan"), denominator: float = float("nan"),
+                  plan: Callable[[], float] | None = None) -> Verdict:  # fmt: skip
     """Verdict on ``ratio < limit`` (``<=`` when ``inclusive``) from its interval; see the module doc.
 
     Args:
@@ -286,6 +368,8 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
         es: ES's time to the target (for the note on what would decide an undecided claim).
         target: The target score (for the extrapolation note).
         denominator: The baseline's timesteps (for the note on how long the runs must be).
+        plan: Called when the interval straddles the limit: the seeds a study needs to decide it
+            (:func:`seeds_to_decide_time`), named in the note.
     """
     if not np.isfinite(ri.last):
         return Verdict(UNDECIDED, "the baseline never reached this target")
@@ -312,7 +396,16 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
             elif not es.reached:
                 note += "; the mean curve is not rising over its last third"
         return Verdict(UNDECIDED, note)
-    return Verdict(UNDECIDED, f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})")
+    note = f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})"
+    seeds = plan() if plan is not None else float("nan")
+    if np.isposinf(seeds):
+        note += f"; no study of up to {MAX_PLANNED_SEEDS} seeds decides it with {PLANNING_POWER:.0%} power"
+    elif np.isfinite(seeds):
+        note += (
+            f"; a study of {int(seeds)} seeds decides it with {PLANNING_POWER:.0%} power if the mean "
+            "curve and its spread are as measured"
+        )
+    return Verdict(UNDECIDED, note)
 
 
 def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
