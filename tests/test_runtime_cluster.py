@@ -195,3 +195,56 @@ def test_dask_config_reaches_a_spawned_dask_process_with_its_case_and_none_value
     assert spawn_env["MALLOC_TRIM_THRESHOLD_"] is None  # a nanny leaves a None variable unset
     assert spawn_env["OMP_NUM_THREADS"] == 1  # Dask's other defaults stay
     assert tick == "2.5s"  # cluster.monitor_interval_s, an ordinary key
+
+
+def _placements_from_a_job(spec: RunSpec, n_calls: int, n_chunks: int) -> list[dict[str, int]]:
+    """Run inside a Dask task, as a sweep job runs (seceded from its worker by ``worker_client``):
+    ``n_calls`` generations of ``n_chunks`` chunks each; per call, how many chunks each worker ran."""
+    from collections import Counter
+
+    from distributed import worker_client
+
+    state = get_context(spec).initial_state()
+    msg = SyncMessage(state.generation, state_digest(state), ())
+    with worker_client() as c:
+        evaluate = MemberEvaluator(c, spec)
+        placements, kept = [], []
+        for _ in range(n_calls):
+            evaluate(msg, [[i % 2] for i in range(n_chunks)], "train", state)
+            who = c.who_has(evaluate.held)
+            placements.append(dict(Counter(addrs[0] for addrs in who.values())))
+            kept += evaluate.held  # results still wanted (a retry's, an evaluation's): a larger task group
+        return placements
+
+
+def _seceded_until_set(name: str) -> None:
+    """A task that leaves its worker's thread pool and waits (a second sweep job on that worker)."""
+    from distributed import Event, secede
+
+    secede()
+    Event(name).wait(timeout=120)
+
+
+def test_a_jobs_chunks_are_spread_over_every_worker_its_own_included() -> None:
+    """A sweep job holds its worker's thread while it waits for its chunks (seceded: a long-running
+    task to the scheduler). Each generation's chunks still go to every worker, the job's own
+    included. Left to Dask, once the chunks' task group grows past twice the cluster's threads
+    (results still wanted: a re-sent chunk's, an evaluation's), its queue for "root-ish" tasks
+    counts the job as a task on its worker and sends a generation's chunks to the other one while
+    the job's worker idles (a Hopper run alone on 2 workers went from 5.8k to 3.2k timesteps/s).
+    A second job waiting on the same worker, as a sweep of more jobs than workers stacks them,
+    makes that placement certain: with it, every chunk from the third generation on went to the
+    other worker."""
+    from distributed import Event
+
+    cfg = compose_run_config([*OVERRIDES[:-3], "cluster.n_workers=2", "cluster.dashboard=false"])
+    spec = RunSpec.from_config(cfg, run_key="test-spread")
+    with dask_client(cfg.cluster, quiet=True) as c:
+        workers = sorted(c.nthreads())
+        other_job = c.submit(_seceded_until_set, "test-spread-stop", workers=workers[:1], pure=False)
+        job = c.submit(_placements_from_a_job, spec, 8, 2, workers=workers[:1], pure=False)
+        placements = job.result()
+        Event("test-spread-stop", client=c).set()
+        other_job.result()
+    for call in placements:
+        assert set(call) == set(workers) and sum(call.values()) == 2, placements

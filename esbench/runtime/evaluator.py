@@ -39,6 +39,15 @@ class MemberEvaluator:
     are scheduled, and Dask would queue a group larger than twice the cluster's threads as
     "root-ish" tasks: on Atari (4 tasks on 2 workers) that made generations 10-20% slower.
 
+    Chunk i goes to the i-th worker (of those connected, in address order, round robin), as a loose
+    restriction: another worker takes it only if that one is gone, and Dask may still move it to
+    an idle worker. Left to Dask, a generation's chunks could all land on one worker while another
+    idled: once their task group grows past twice the cluster's threads (a stale worker's re-sent
+    chunk, an evaluation's, results still held), Dask queues them as "root-ish" and hands each to
+    the worker with the fewest tasks, counting the job itself (seceded from its worker, but still a
+    task there) against the worker it waits on; a Hopper run alone on 2 workers fell from 5.8k to
+    3.2k timesteps/s. A restricted task is never root-ish. Where a chunk runs changes no number.
+
     :attr:`wire` counts what the calls send and receive (:mod:`esbench.runtime.wire`); the trainer
     takes the counts once per generation.
     """
@@ -72,8 +81,23 @@ class MemberEvaluator:
         again.
         """
         client, spec = self.client, self.spec
+        workers = sorted(client.nthreads())  # the workers connected now: they may come and go
         self.held = []  # the previous call's results: released in the same batch as the submission
-        futures = [client.submit(evaluate_chunk, spec, msg, c, mode, stage=stage, pure=False) for c in chunks]
+        place = [[workers[i % len(workers)]] if workers else None for i in range(len(chunks))]
+        futures = [
+            client.submit(
+                evaluate_chunk,
+                spec,
+                msg,
+                c,
+                mode,
+                stage=stage,
+                pure=False,
+                workers=w,
+                allow_other_workers=True,
+            )
+            for c, w in zip(chunks, place, strict=True)
+        ]
         self.held = futures
         msg_bytes = payload_bytes(msg)  # counted while the workers compute
         self.wire.tasks += len(chunks)
