@@ -35,18 +35,18 @@ class MemberEvaluator:
     Released at once, at the end of a call, they reach the scheduler on their own, and the client
     holds its next message (the next generation's tasks) for its 10 ms batching interval: about
     7 ms lost per generation here. Released just before the submission, both go in one batch.
-    Released only after it, the old tasks would still count in their task group when the new ones
-    are scheduled, and Dask would queue a group larger than twice the cluster's threads as
-    "root-ish" tasks: on Atari (4 tasks on 2 workers) that made generations 10-20% slower.
 
-    Chunk i goes to the i-th worker (of those connected, in address order, round robin), as a loose
-    restriction: another worker takes it only if that one is gone, and Dask may still move it to
-    an idle worker. Left to Dask, a generation's chunks could all land on one worker while another
-    idled: once their task group grows past twice the cluster's threads (a stale worker's re-sent
-    chunk, an evaluation's, results still held), Dask queues them as "root-ish" and hands each to
-    the worker with the fewest tasks, counting the job itself (seceded from its worker, but still a
-    task there) against the worker it waits on; a Hopper run alone on 2 workers fell from 5.8k to
-    3.2k timesteps/s. A restricted task is never root-ish. Where a chunk runs changes no number.
+    Chunk i may run on two workers, the i-th and the next of those connected (in address order,
+    round robin), whichever Dask expects to start it sooner, as a loose restriction (any other
+    worker takes it if both are gone, and Dask may still move it to an idle one). Left unrestricted,
+    a generation's chunks could all land on one worker while another idled: once their task group
+    grows past twice the cluster's threads (a stale worker's re-sent chunk, an evaluation's, results
+    still held), Dask queues them as "root-ish" and hands each to the worker with the fewest tasks,
+    counting the job itself (seceded from its worker, but still a task there) against the worker it
+    waits on; a Hopper run alone on 2 workers fell from 5.8k to 3.2k timesteps/s. A restricted task
+    is never root-ish, and the choice of two keeps placement load-aware (a worker busy with another
+    job's long task is passed over) at a constant cost per task however many workers there are.
+    Where a chunk runs changes no number.
 
     :attr:`wire` counts what the calls send and receive (:mod:`esbench.runtime.wire`); the trainer
     takes the counts once per generation.
@@ -83,7 +83,8 @@ class MemberEvaluator:
         client, spec = self.client, self.spec
         workers = sorted(client.nthreads())  # the workers connected now: they may come and go
         self.held = []  # the previous call's results: released in the same batch as the submission
-        place = [[workers[i % len(workers)]] if workers else None for i in range(len(chunks))]
+        n = len(workers)
+        place = [sorted({workers[i % n], workers[(i + 1) % n]}) if n else None for i in range(len(chunks))]
         futures = [
             client.submit(
                 evaluate_chunk,
