@@ -512,6 +512,10 @@ def plot_ratio_intervals(
                 ratio, low, high = float(r.ratio), float(r.ratio_low), float(r.ratio_high)
                 if np.isposinf(ratio) or bool(getattr(r, "censored", False)):
                     bound = _ratio_bound(r)
+                    if np.isfinite(low) and low < top:  # the interval, open above: the target may come early
+                        ax.plot([max(low, floor), top], [y, y], color=color, linewidth=1.2)
+                        arrow = {"arrowstyle": "->", "color": color}
+                        ax.annotate("", (top, y), (top / 2, y), arrowprops=arrow)
                     if np.isfinite(bound):
                         ax.plot(max(bound, floor), y, marker=">", color=color, linestyle="none")  # fmt: skip
                 elif np.isfinite(ratio):
