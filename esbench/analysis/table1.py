@@ -494,14 +494,7 @@ def table1_paper(
     Returns:
         DataFrame with columns :data:`PAPER_COLUMNS`.
     """
-    from esbench.analysis.verdicts import (
-        ratio_interval,
-        ratio_verdict,
-        reach_curves,
-        reproduce_verdict,
-        seeds_to_decide_time,
-        time_to_target,
-    )
+    from esbench.analysis.verdicts import ratio_interval, ratio_verdict, reproduce_verdict, time_to_target
 
     del rng
     claims = load_claims() if claims is None else claims
@@ -522,9 +515,8 @@ def table1_paper(
                 verdict = None
                 if claim:
                     target, limit_time = float(r.trpo_score), claim.limit * trpo_t
-                    grid, values, _ = reach_curves(runs, target, stopped)
                     plan = functools.partial(
-                        seeds_to_decide_time, values, grid, target, limit_time, claim.inclusive
+                        _seeds_to_decide, runs, target, stopped, limit_time, claim.inclusive
                     )
                     verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, target, trpo_t, plan)
                 reproduced = reproduce_verdict(ri, float(r.es_over_trpo))
@@ -559,6 +551,17 @@ def table1_paper(
                     }
                 )
     return pd.DataFrame(rows, columns=list(PAPER_COLUMNS))
+
+
+def _seeds_to_decide(
+    runs: pd.DataFrame, target: float, stopped: set[object] | None, limit_time: float, inclusive: bool
+) -> float:
+    """The seeds a study needs to decide one claimed row (called only where its interval straddles
+    the limit, so the seed curves are read again only there)."""
+    from esbench.analysis.verdicts import reach_curves, seeds_to_decide_time
+
+    grid, values, _ = reach_curves(runs, target, stopped)
+    return seeds_to_decide_time(values, grid, target, limit_time, inclusive)
 
 
 def _ratio_text(point: float, low: float, high: float, last_over: float) -> str:
