@@ -129,6 +129,26 @@ def test_undecided_says_what_would_decide() -> None:
     assert ratio_verdict(both, 10.0) == Verdict(UNDECIDED, "the interval straddles 10x: more seeds (now 2)")
 
 
+def test_runs_that_all_stopped_at_the_target_ask_for_seeds_not_longer_runs() -> None:
+    """Both seeds stopped at the target (at 200 and 300), but 2 seeds' band is still open above
+    at the last stop: no run can go on, so the note asks for more seeds, never longer runs."""
+    c = curves([0, 5, 12], [0, 4, 8, 30])
+    tt_both = time_to_target(c, 10.0, stopped={"r0", "r1"})
+    assert tt_both.all_stopped_at_target and tt_both.stopped_reached == 2
+    assert (tt_both.point, tt_both.last, tt_both.high) == (200.0, 300.0, np.inf)
+    ri = ratio_interval(tt_both, 100.0)  # last 3x, below the limit 10x
+    verdict = ratio_verdict(ri, 10.0, es=tt_both, target=10.0, denominator=100.0, plan=lambda: 7.0)
+    assert verdict.word == UNDECIDED and "needs runs past" not in verdict.decide
+    assert verdict.decide.startswith("every run stopped at the target, but the band of 2 seeds")
+    assert "a study of 7 seeds decides it" in verdict.decide
+    assert "every run stopped at the target" in reproduce_verdict(ri, 8.0, tt_both).decide
+    # One seed still running (not stopped): longer runs can still decide it.
+    tt_one = time_to_target(c, 10.0, stopped={"r0"})
+    assert not tt_one.all_stopped_at_target and tt_one.stopped_reached == 1
+    one = ratio_verdict(ratio_interval(tt_one, 100.0), 10.0, es=tt_one, target=10.0, denominator=100.0)
+    assert one.decide.startswith("needs runs past 1000 timesteps")
+
+
 def _plateau_study(rng: np.random.Generator, n_studies: int, n: int) -> np.ndarray:
     """Seed curves on t = 0..10 that level off at 100 (each seed offset by N(0, 15^2) for its
     whole run, plus N(0, 2^2) per evaluation): shape (n_studies, n, 11)."""

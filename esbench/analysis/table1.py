@@ -285,7 +285,7 @@ def table1(
                     if claim is not None:
                         verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, float(target), rl_t)
                     if np.isfinite(paper_ratio):
-                        reproduced = reproduce_verdict(ri, paper_ratio)
+                        reproduced = reproduce_verdict(ri, paper_ratio, es_side)
                 rows.append(
                     {
                         "env_name": names.get(str(env_id), str(env["env_name"].iloc[0])),
@@ -519,7 +519,7 @@ def table1_paper(
                         _seeds_to_decide, runs, target, stopped, limit_time, claim.inclusive
                     )
                     verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, target, trpo_t, plan)
-                reproduced = reproduce_verdict(ri, float(r.es_over_trpo))
+                reproduced = reproduce_verdict(ri, float(r.es_over_trpo), tt)
                 rows.append(
                     {
                         "env_name": str(r.env),

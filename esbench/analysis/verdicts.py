@@ -20,7 +20,8 @@ ES high / baseline low. A claim "ratio < limit" (:func:`ratio_verdict`) is then
 * **contradicted** when its lower end is at or above it, counting "not reached by timestep L" as
   ">= L" (a run that went past the limit without reaching the target contradicts the claim),
 * **undecided** otherwise, with what would decide it: runs long enough to pass the limit (and
-  where ES's recent slope would put the target), or more seeds when the interval straddles it.
+  where ES's recent slope would put the target), or more seeds when the interval straddles it or
+  when every run already stopped at the target and the band is still open above.
 
 Whether we reproduced the paper's number (:func:`reproduce_verdict`) is a second, separate answer:
 supported when our ratio's interval contains the paper's ratio, contradicted ("ours faster" or
@@ -76,6 +77,9 @@ class TimeToTarget:
         stopped_below: Runs that stopped at a score below this target: censored at their stop,
             which then bounds ``last``.
         confidence: Nominal level of ``[low, high]``.
+        stopped_reached: Runs that stopped at or above this target (``budget.stop_at_return``):
+            carried forward past their stop. When every run did, no run can go on, and an
+            interval open above is the seeds' spread, not the runs' length.
     """
 
     point: float
@@ -87,11 +91,17 @@ class TimeToTarget:
     last_value: float
     stopped_below: int = 0
     confidence: float = 0.95
+    stopped_reached: int = 0
 
     @property
     def reached(self) -> bool:
         """Whether the mean curve reached the target."""
         return bool(np.isfinite(self.point))
+
+    @property
+    def all_stopped_at_target(self) -> bool:
+        """Whether every run stopped at or above the target, so none can run longer."""
+        return self.n_seeds > 0 and self.stopped_reached == self.n_seeds
 
     def text(self) -> str:
         """``point [low, high]``, with ``> last`` for an unreached point or interval end."""
@@ -269,14 +279,18 @@ def time_to_target(
     n = values.shape[0]
     if n == 0:
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
+    with_data = curves.dropna(subset=[x, "eval_return_mean"])["run_id"]
+    reached = int(with_data[with_data.isin(stopped or set())].nunique()) - below
     if grid.size == 0:
-        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence)
+        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence, reached)
     point, low, high = time_interval(values, grid, target, confidence)
     mean = values.mean(axis=0)
     tail = max(2, len(grid) // 3)
     gx, gy = grid[-tail:], mean[-tail:]
     slope = float(np.polyfit(gx, gy, 1)[0]) if len(gx) >= 2 and np.ptp(gx) > 0 else float("nan")
-    return TimeToTarget(point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence)
+    return TimeToTarget(
+        point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence, reached
+    )
 
 
 #: Confidence of each side of a ratio whose two sides are both random, so the pair covers 95%.
@@ -382,6 +396,15 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
         return Verdict(SUPPORTED)
     if np.isfinite(ri.lower_bound) and not below(ri.lower_bound) and ri.lower_bound > 0:
         return Verdict(CONTRADICTED)
+    if np.isposinf(ri.high) and ri.last < limit and es is not None and es.all_stopped_at_target:
+        return Verdict(
+            UNDECIDED,
+            _more_seeds(
+                f"every run stopped at the target, but the band of {n} seeds is too wide to close: "
+                "more seeds",
+                plan,
+            ),
+        )
     if np.isposinf(ri.high) and ri.last < limit:
         note = "needs longer ES runs"
         if es is not None and np.isfinite(denominator):
@@ -396,7 +419,13 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
             elif not es.reached:
                 note += "; the mean curve is not rising over its last third"
         return Verdict(UNDECIDED, note)
-    note = f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})"
+    return Verdict(
+        UNDECIDED, _more_seeds(f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})", plan)
+    )
+
+
+def _more_seeds(note: str, plan: Callable[[], float] | None) -> str:
+    """``note``, with the study :func:`seeds_to_decide_time` plans when ``plan`` is given."""
     seeds = plan() if plan is not None else float("nan")
     if np.isposinf(seeds):
         note += f"; no study of up to {MAX_PLANNED_SEEDS} seeds decides it with {PLANNING_POWER:.0%} power"
@@ -405,10 +434,10 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
             f"; a study of {int(seeds)} seeds decides it with {PLANNING_POWER:.0%} power if the mean "
             "curve and its spread are as measured"
         )
-    return Verdict(UNDECIDED, note)
+    return note
 
 
-def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
+def reproduce_verdict(ri: RatioInterval, paper_ratio: float, es: TimeToTarget | None = None) -> Verdict:
     """Did we reproduce the paper's ratio: supported when our interval contains it, contradicted
     when it lies wholly on one side (the note says "ours faster" or "ours slower than the paper's
     ES", with the interval), undecided without an interval or when it is open above and the
@@ -430,6 +459,12 @@ def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
         )
     if np.isfinite(ri.high):
         return Verdict(SUPPORTED)
+    if es is not None and es.all_stopped_at_target:
+        return Verdict(
+            UNDECIDED,
+            f"{interval} is open above: every run stopped at the target, but the band "
+            f"of {ri.n_es} seeds is too wide to close: more seeds",
+        )
     return Verdict(UNDECIDED, f"{interval} is open above: the runs end before the paper's ratio")
 
 
