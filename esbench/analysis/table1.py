@@ -560,7 +560,7 @@ def _seeds_to_decide(
     the limit, so the seed curves are read again only there)."""
     from esbench.analysis.verdicts import reach_curves, seeds_to_decide_time
 
-    grid, values, _ = reach_curves(runs, target, stopped)
+    grid, values, _, _ = reach_curves(runs, target, stopped)
     return seeds_to_decide_time(values, grid, target, limit_time, inclusive)
 
 

@@ -161,18 +161,19 @@ def time_interval(
 
 def reach_curves(
     curves: pd.DataFrame, target: float, stopped: set[object] | None = None, x: str = "timesteps"
-) -> tuple[np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, int, int]:
     """The seed curves a time to ``target`` is read from (:func:`time_to_target`).
 
     Returns:
-        ``(grid, values, stopped_below)``: the x values every seed covers, shape (g,); each seed's
-        score on them, shape (n_seeds, g) (a confirmed point at the lower of its evaluation and its
-        confirmation; a run that stopped at or above ``target`` holds ``target`` past its stop);
-        and the runs that stopped below ``target`` (censored at their stop). No seeds: shape (0, 0).
+        ``(grid, values, stopped_below, stopped_reached)``: the x values every seed covers, shape
+        (g,); each seed's score on them, shape (n_seeds, g) (a confirmed point at the lower of its
+        evaluation and its confirmation; a run that stopped at or above ``target`` holds ``target``
+        past its stop); the runs that stopped below ``target`` (censored at their stop); and those
+        that stopped at or above it. No seeds: shape (0, 0).
     """
     xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
     if xs.size == 0:
-        return np.empty(0), np.empty((0, 0)), 0
+        return np.empty(0), np.empty((0, 0)), 0, 0
     tol = 1e-9 * max(1.0, abs(target))
     curves = reach_scores(curves)
     ends = _stopping_scores(curves, stopped or set(), x)
@@ -181,7 +182,7 @@ def reach_curves(
         curves, x=x, y=REACH_COLUMN, grid=np.unique(xs), carry=reached, held=float(target)
     )
     covered = np.all(np.isfinite(values), axis=0)
-    return grid[covered], values[:, covered], len(ends) - len(reached)
+    return grid[covered], values[:, covered], len(ends) - len(reached), len(reached)
 
 
 def seeds_to_decide_time(
@@ -275,12 +276,10 @@ def time_to_target(
     """
     del rng, n_resamples
     nan = float("nan")
-    grid, values, below = reach_curves(curves, target, stopped, x)
+    grid, values, below, reached = reach_curves(curves, target, stopped, x)
     n = values.shape[0]
     if n == 0:
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
-    with_data = curves.dropna(subset=[x, "eval_return_mean"])["run_id"]
-    reached = int(with_data[with_data.isin(stopped or set())].nunique()) - below
     if grid.size == 0:
         return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence, reached)
     point, low, high = time_interval(values, grid, target, confidence)
@@ -292,6 +291,9 @@ def time_to_target(
         point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence, reached
     )
 
+
+#: What decides a time whose runs all stopped at the target and whose band is still open above.
+_ALL_STOPPED = "every run stopped at the target, but the band of {n} seeds is too wide to close: more seeds"
 
 #: Confidence of each side of a ratio whose two sides are both random, so the pair covers 95%.
 SIDE_CONFIDENCE = float(np.sqrt(0.95))
@@ -399,11 +401,7 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
     if np.isposinf(ri.high) and ri.last < limit and es is not None and es.all_stopped_at_target:
         return Verdict(
             UNDECIDED,
-            _more_seeds(
-                f"every run stopped at the target, but the band of {n} seeds is too wide to close: "
-                "more seeds",
-                plan,
-            ),
+            _more_seeds(_ALL_STOPPED.format(n=n), plan),
         )
     if np.isposinf(ri.high) and ri.last < limit:
         note = "needs longer ES runs"
@@ -462,8 +460,7 @@ def reproduce_verdict(ri: RatioInterval, paper_ratio: float, es: TimeToTarget | 
     if es is not None and es.all_stopped_at_target:
         return Verdict(
             UNDECIDED,
-            f"{interval} is open above: every run stopped at the target, but the band "
-            f"of {ri.n_es} seeds is too wide to close: more seeds",
+            f"{interval} is open above: {_ALL_STOPPED.format(n=ri.n_es)}",
         )
     return Verdict(UNDECIDED, f"{interval} is open above: the runs end before the paper's ratio")
 
