@@ -27,6 +27,7 @@ from esbench.analysis.verdicts import (
     interval_verdict,
     ratio_interval,
     ratio_verdict,
+    reach_curves,
     reproduce_verdict,
     seeds_to_decide_time,
     time_intervals,
@@ -129,24 +130,55 @@ def test_undecided_says_what_would_decide() -> None:
     assert ratio_verdict(both, 10.0) == Verdict(UNDECIDED, "the interval straddles 10x: more seeds (now 2)")
 
 
-def test_runs_that_all_stopped_at_the_target_ask_for_seeds_not_longer_runs() -> None:
-    """Both seeds stopped at the target (at 200 and 300), but 2 seeds' band is still open above
-    at the last stop: no run can go on, so the note asks for more seeds, never longer runs."""
+def test_runs_that_all_stopped_at_the_target_say_so_and_ask_neither_for_longer_runs_nor_seeds() -> None:
+    """Both seeds stopped at the target (at 200 and 300), and 2 seeds' band is open above at the
+    last stop: no run can go on, and more seeds rarely close it (next test), so the note gives
+    each run's own time and plans no study."""
     c = curves([0, 5, 12], [0, 4, 8, 30])
     tt_both = time_to_target(c, 10.0, stopped={"r0", "r1"})
-    assert tt_both.all_stopped_at_target and tt_both.stopped_reached == 2
+    assert tt_both.all_stopped_at_target and tt_both.stop_times == (200.0, 300.0)
     assert (tt_both.point, tt_both.last, tt_both.high) == (200.0, 300.0, np.inf)
     ri = ratio_interval(tt_both, 100.0)  # last 3x, below the limit 10x
     verdict = ratio_verdict(ri, 10.0, es=tt_both, target=10.0, denominator=100.0, plan=lambda: 7.0)
-    assert verdict.word == UNDECIDED and "needs runs past" not in verdict.decide
-    assert verdict.decide.startswith("every run stopped at the target, but the band of 2 seeds")
-    assert "a study of 7 seeds decides it" in verdict.decide
-    assert "every run stopped at the target" in reproduce_verdict(ri, 8.0, tt_both).decide
+    assert verdict == Verdict(
+        UNDECIDED,
+        "every run stopped at the target (per run: 2x, 3x) and holds it past its stop, which keeps "
+        "the band open above: more seeds rarely close it",
+    )
+    assert "(per run: 2x, 3x)" in reproduce_verdict(ri, 8.0, tt_both).decide
     # One seed still running (not stopped): longer runs can still decide it.
     tt_one = time_to_target(c, 10.0, stopped={"r0"})
     assert not tt_one.all_stopped_at_target and tt_one.stopped_reached == 1
     one = ratio_verdict(ratio_interval(tt_one, 100.0), 10.0, es=tt_one, target=10.0, denominator=100.0)
     assert one.decide.startswith("needs runs past 1000 timesteps")
+    # A straddling interval with a run held at the target: more seeds, but no planned study size.
+    held = TimeToTarget(150.0, 100.0, 250.0, 1000.0, 3, 0.01, 5.0, stop_times=(150.0,))
+    note = ratio_verdict(ratio_interval(held, 20.0), 10.0, es=held, plan=lambda: 9.0).decide
+    assert note.startswith("the interval straddles 10x: more seeds (now 3); no study size is planned")
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_when_every_run_stopped_at_the_target_the_band_stays_open_above_at_any_seed_count(n: int) -> None:
+    """Why the note above says more seeds rarely help: n seeds that each confirm the target (10)
+    at a different evaluation, each overshooting it by a different amount, and stop. At the last
+    stop the others hold exactly 10, so the band's lower edge (mean 10 + d / n, half-width
+    t * d / n) is below the target; before it, runs still below 10 pull it down. 3 seeds or 30:
+    the band never closes above."""
+    rng = np.random.default_rng(n)
+    rows = []
+    for seed in range(n):
+        stop = int(rng.integers(2, 30))
+        ys = [*np.linspace(0.0, 9.0, stop).tolist(), 10.0 + float(rng.uniform(0.1, 5.0))]
+        rows += [
+            {"run_id": f"r{seed}", "seed": seed, "timesteps": 100 * i, "eval_return_mean": y}
+            for i, y in enumerate(ys)
+        ]
+    time = time_to_target(pd.DataFrame(rows), 10.0, stopped={f"r{s}" for s in range(n)})
+    assert time.all_stopped_at_target and time.last == max(time.stop_times) and time.point <= time.last
+    assert np.isposinf(time.high)
+    _, values, _, _ = reach_curves(pd.DataFrame(rows), 10.0, {f"r{s}" for s in range(n)})
+    at_last = values[:, -1] - 10.0  # every run but the last held at exactly 10
+    assert np.count_nonzero(at_last) == 1 and at_last.max() > 0
 
 
 def _plateau_study(rng: np.random.Generator, n_studies: int, n: int) -> np.ndarray:

@@ -20,8 +20,8 @@ ES high / baseline low. A claim "ratio < limit" (:func:`ratio_verdict`) is then
 * **contradicted** when its lower end is at or above it, counting "not reached by timestep L" as
   ">= L" (a run that went past the limit without reaching the target contradicts the claim),
 * **undecided** otherwise, with what would decide it: runs long enough to pass the limit (and
-  where ES's recent slope would put the target), or more seeds when the interval straddles it or
-  when every run already stopped at the target and the band is still open above.
+  where ES's recent slope would put the target), or more seeds when the interval straddles it.
+  When every run already stopped at the target, neither helps: see below.
 
 Whether we reproduced the paper's number (:func:`reproduce_verdict`) is a second, separate answer:
 supported when our ratio's interval contains the paper's ratio, contradicted ("ours faster" or
@@ -31,6 +31,16 @@ A run that ended at a target (``budget.stop_at_return``) has reached every score
 stopped at: for those targets its curve is carried forward at its last value, never treated as
 censored. For a higher target it is genuinely censored at its stop (we do not know when it would
 have got there): the common span then ends at that stop, and ``stopped_below`` counts such runs.
+
+Holding a stopped run at the target is the least its stop certifies, and it has a consequence a
+verdict must say: when every run stopped at the target, more seeds rarely close the band above.
+At the last stop every other run holds exactly the target and the last one its confirmed score,
+``target + d``: the mean is ``target + d / n`` and the band's half-width ``t * d / n`` with
+``t > 1``, so the lower edge is below the target there, whatever ``n``. Earlier, it reaches the
+target only where no run is below it and k runs are above it by similar amounts with
+``k >= t^2`` (about 4 or more at once). Such a verdict is undecided with each run's own time to
+the target beside it (:func:`stopped_note`), and no study size is planned where any run stopped
+at the target (:func:`seeds_to_decide_time` draws curves that do not stop).
 
 The other claims (Table 2's win count, the scaling claim) are decided the same way from an
 interval of their statistic (:func:`interval_verdict`): supported when the whole interval is on
@@ -77,9 +87,9 @@ class TimeToTarget:
         stopped_below: Runs that stopped at a score below this target: censored at their stop,
             which then bounds ``last``.
         confidence: Nominal level of ``[low, high]``.
-        stopped_reached: Runs that stopped at or above this target (``budget.stop_at_return``):
-            carried forward past their stop. When every run did, no run can go on, and an
-            interval open above is the seeds' spread, not the runs' length.
+        stop_times: x at which each run that stopped at or above this target stopped
+            (``budget.stop_at_return``; its first confirmed point), ascending: such runs are
+            carried forward at the target past their stop.
     """
 
     point: float
@@ -91,7 +101,12 @@ class TimeToTarget:
     last_value: float
     stopped_below: int = 0
     confidence: float = 0.95
-    stopped_reached: int = 0
+    stop_times: tuple[float, ...] = ()
+
+    @property
+    def stopped_reached(self) -> int:
+        """Runs that stopped at or above the target."""
+        return len(self.stop_times)
 
     @property
     def reached(self) -> bool:
@@ -100,7 +115,8 @@ class TimeToTarget:
 
     @property
     def all_stopped_at_target(self) -> bool:
-        """Whether every run stopped at or above the target, so none can run longer."""
+        """Whether every run stopped at or above the target: none can run longer, and more seeds
+        rarely close the band above (see the module doc)."""
         return self.n_seeds > 0 and self.stopped_reached == self.n_seeds
 
     def text(self) -> str:
@@ -161,28 +177,29 @@ def time_interval(
 
 def reach_curves(
     curves: pd.DataFrame, target: float, stopped: set[object] | None = None, x: str = "timesteps"
-) -> tuple[np.ndarray, np.ndarray, int, int]:
+) -> tuple[np.ndarray, np.ndarray, int, tuple[float, ...]]:
     """The seed curves a time to ``target`` is read from (:func:`time_to_target`).
 
     Returns:
-        ``(grid, values, stopped_below, stopped_reached)``: the x values every seed covers, shape
+        ``(grid, values, stopped_below, stop_times)``: the x values every seed covers, shape
         (g,); each seed's score on them, shape (n_seeds, g) (a confirmed point at the lower of its
         evaluation and its confirmation; a run that stopped at or above ``target`` holds ``target``
-        past its stop); the runs that stopped below ``target`` (censored at their stop); and those
-        that stopped at or above it. No seeds: shape (0, 0).
+        past its stop); how many runs stopped below ``target`` (censored at their stop); and the x
+        at which each run that stopped at or above it stopped, ascending. No seeds: shape (0, 0).
     """
     xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
     if xs.size == 0:
-        return np.empty(0), np.empty((0, 0)), 0, 0
+        return np.empty(0), np.empty((0, 0)), 0, ()
     tol = 1e-9 * max(1.0, abs(target))
     curves = reach_scores(curves)
     ends = _stopping_scores(curves, stopped or set(), x)
-    reached = {r for r, v in ends.items() if v >= target - tol}
+    reached = {r for r, (v, _) in ends.items() if v >= target - tol}
     grid, values, _ = interpolate_runs(
         curves, x=x, y=REACH_COLUMN, grid=np.unique(xs), carry=reached, held=float(target)
     )
     covered = np.all(np.isfinite(values), axis=0)
-    return grid[covered], values[:, covered], len(ends) - len(reached), len(reached)
+    stop_times = tuple(sorted(ends[r][1] for r in reached))
+    return grid[covered], values[:, covered], len(ends) - len(reached), stop_times
 
 
 def seeds_to_decide_time(
@@ -276,24 +293,39 @@ def time_to_target(
     """
     del rng, n_resamples
     nan = float("nan")
-    grid, values, below, reached = reach_curves(curves, target, stopped, x)
+    grid, values, below, stop_times = reach_curves(curves, target, stopped, x)
     n = values.shape[0]
     if n == 0:
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
     if grid.size == 0:
-        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence, reached)
+        return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence, stop_times)
     point, low, high = time_interval(values, grid, target, confidence)
     mean = values.mean(axis=0)
     tail = max(2, len(grid) // 3)
     gx, gy = grid[-tail:], mean[-tail:]
     slope = float(np.polyfit(gx, gy, 1)[0]) if len(gx) >= 2 and np.ptp(gx) > 0 else float("nan")
     return TimeToTarget(
-        point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence, reached
+        point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence, stop_times
     )
 
 
-#: What decides a time whose runs all stopped at the target and whose band is still open above.
-_ALL_STOPPED = "every run stopped at the target, but the band of {n} seeds is too wide to close: more seeds"
+def stopped_note(es: TimeToTarget, base: float) -> str:
+    """Why a time whose runs all stopped at the target stays open above, with each run's own time
+    to it (over ``base``, the baseline's time, when finite; else in x units).
+
+    Runs held at exactly the target keep the band's lower edge below it at the last stop whatever
+    the number of seeds, and almost always before it (the module doc); the runs' own times are
+    what was measured.
+    """
+    if np.isfinite(base) and base > 0:
+        times = ", ".join(f"{fmt_num(t / base)}x" for t in es.stop_times)
+    else:
+        times = ", ".join(fmt_num(t) for t in es.stop_times)
+    return (
+        f"every run stopped at the target (per run: {times}) and holds it past its stop, which keeps "
+        "the band open above: more seeds rarely close it"
+    )
+
 
 #: Confidence of each side of a ratio whose two sides are both random, so the pair covers 95%.
 SIDE_CONFIDENCE = float(np.sqrt(0.95))
@@ -399,10 +431,7 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
     if np.isfinite(ri.lower_bound) and not below(ri.lower_bound) and ri.lower_bound > 0:
         return Verdict(CONTRADICTED)
     if np.isposinf(ri.high) and ri.last < limit and es is not None and es.all_stopped_at_target:
-        return Verdict(
-            UNDECIDED,
-            _more_seeds(_ALL_STOPPED.format(n=n), plan),
-        )
+        return Verdict(UNDECIDED, stopped_note(es, es.last / ri.last))
     if np.isposinf(ri.high) and ri.last < limit:
         note = "needs longer ES runs"
         if es is not None and np.isfinite(denominator):
@@ -417,9 +446,17 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
             elif not es.reached:
                 note += "; the mean curve is not rising over its last third"
         return Verdict(UNDECIDED, note)
-    return Verdict(
-        UNDECIDED, _more_seeds(f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})", plan)
-    )
+    note = f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})"
+    if es is not None and es.stopped_reached:
+        return Verdict(UNDECIDED, note + f"; {_NOT_PLANNED.format(k=es.stopped_reached)}")
+    return Verdict(UNDECIDED, _more_seeds(note, plan))
+
+
+#: Why no study is planned where runs stopped at the target (the planner's curves do not stop).
+_NOT_PLANNED = (
+    "no study size is planned: {k} run(s) stopped at the target and hold it, which the planner's "
+    "simulated curves do not"
+)
 
 
 def _more_seeds(note: str, plan: Callable[[], float] | None) -> str:
@@ -458,19 +495,16 @@ def reproduce_verdict(ri: RatioInterval, paper_ratio: float, es: TimeToTarget | 
     if np.isfinite(ri.high):
         return Verdict(SUPPORTED)
     if es is not None and es.all_stopped_at_target:
-        return Verdict(
-            UNDECIDED,
-            f"{interval} is open above: {_ALL_STOPPED.format(n=ri.n_es)}",
-        )
+        return Verdict(UNDECIDED, f"{interval} is open above: {stopped_note(es, es.last / ri.last)}")
     return Verdict(UNDECIDED, f"{interval} is open above: the runs end before the paper's ratio")
 
 
-def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, float]:
-    """The score each run of ``curves`` in ``stopped`` stopped at: its last point's
-    :data:`~esbench.analysis.stats.REACH_COLUMN` (``curves`` from :func:`reach_scores`)."""
+def _stopping_scores(curves: pd.DataFrame, stopped: set[object], x: str) -> dict[object, tuple[float, float]]:
+    """(score, x) each run of ``curves`` in ``stopped`` stopped at: its last point's
+    :data:`~esbench.analysis.stats.REACH_COLUMN` and ``x`` (``curves`` from :func:`reach_scores`)."""
     rows = curves[curves["run_id"].isin(stopped)].dropna(subset=[x, REACH_COLUMN])
-    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)[REACH_COLUMN].last()
-    return {r: float(v) for r, v in last.items()}
+    last = rows.sort_values([x], kind="stable").groupby("run_id", sort=True)[[REACH_COLUMN, x]].last()
+    return {r: (float(v), float(t)) for r, v, t in last.itertuples()}
 
 
 def combine(verdicts: Sequence[Verdict]) -> Verdict:
