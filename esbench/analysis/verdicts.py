@@ -318,7 +318,7 @@ def stopped_note(es: TimeToTarget, base: float) -> str:
     what was measured.
     """
     if np.isfinite(base) and base > 0:
-        times = ", ".join(f"{fmt_num(t / base)}x" for t in es.stop_times)
+        times = ", ".join(f"{fmt_num(t / base, 2)}x" for t in es.stop_times)
     else:
         times = ", ".join(fmt_num(t) for t in es.stop_times)
     return (
@@ -448,15 +448,19 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
         return Verdict(UNDECIDED, note)
     note = f"the interval straddles {fmt_num(limit, 3)}x: more seeds (now {n})"
     if es is not None and es.stopped_reached:
-        return Verdict(UNDECIDED, note + f"; {_NOT_PLANNED.format(k=es.stopped_reached)}")
+        return Verdict(UNDECIDED, note + f"; {_NOT_PLANNED.format(runs=_runs(es.stopped_reached))}")
     return Verdict(UNDECIDED, _more_seeds(note, plan))
 
 
 #: Why no study is planned where runs stopped at the target (the planner's curves do not stop).
 _NOT_PLANNED = (
-    "no study size is planned: {k} run(s) stopped at the target and hold it, which the planner's "
-    "simulated curves do not"
+    "no study size is planned ({runs} stopped at the target; the planner's simulated curves never stop)"
 )
+
+
+def _runs(k: int) -> str:
+    """``1 run`` or ``k runs``."""
+    return f"{k} run" if k == 1 else f"{k} runs"
 
 
 def _more_seeds(note: str, plan: Callable[[], float] | None) -> str:
