@@ -76,14 +76,15 @@ def test_a_point_counts_at_the_lower_of_its_evaluation_and_its_confirmation() ->
 def test_time_to_target_is_the_first_confirmed_point() -> None:
     """Both seeds evaluated 110 >= 100 at t=100, but seed a's confirmation there gave 90 (it trained
     on) and it stopped at t=200 when 105 was confirmed by 101. Seed b: (0, 110, 120), confirmed at
-    100 (stopped there). Reach scores: a (0, 90, 101), b (0, 100 held at the target). The mean
-    crosses 100 first at t=200, not at t=100 as the unconfirmed evaluation would say."""
+    100 (stopped there). Reach scores: a (0, 90, 101), b (0, 100). Each run's time is its first
+    confirmed point, 200 and 100 (read per run: the runs stopped at this score), mean 150, not
+    100 as the unconfirmed evaluations would say."""
     curves = frame({
         "a": (0, [0, 100, 200], [0.0, 110.0, 105.0], [NAN, 90.0, 101.0]),
         "b": (1, [0, 100], [0.0, 110.0], [NAN, 100.0]),
     })  # fmt: skip
     tt = time_to_target(curves, 100.0, stopped={"a", "b"})
-    assert tt.point == 200.0 and tt.stopped_below == 0
+    assert tt.per_run and tt.point == 150.0 and tt.stopped_below == 0
     unconfirmed = time_to_target(curves.drop(columns="confirm_return_mean"), 100.0, stopped={"a", "b"})
     assert unconfirmed.point == 100.0  # what the same runs would say without their confirmations
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from esbench.analysis.coverage import ratio_coverage
+from esbench.analysis.coverage import ratio_coverage, stopping_time_coverage
 from esbench.analysis.load import load_results
 from esbench.analysis.report import build_report
 from esbench.analysis.table1 import load_mujoco_reference, table1_paper
@@ -30,6 +30,8 @@ from esbench.analysis.verdicts import (
     reach_curves,
     reproduce_verdict,
     seeds_to_decide_time,
+    stopping_time_interval,
+    time_interval,
     time_intervals,
     time_to_target,
 )
@@ -93,7 +95,8 @@ def test_a_run_stopped_at_the_target_is_carried_forward_not_censored() -> None:
     open_ended = time_to_target(c, 10.0, np.random.default_rng(0))
     stopped = time_to_target(c, 10.0, np.random.default_rng(0), stopped={"r0"})
     assert open_ended.last == 200.0  # seed 0 ends there: the common span stops
-    assert stopped.last == 400.0 and stopped.point == 200.0  # mean (0, 4.5, 10, 11, 12.5)
+    assert stopped.last == 400.0  # seed 0 is carried forward: the span runs to seed 1's end
+    assert stopped.per_run and stopped.point == 250.0  # first at the target: 200 and 300
 
 
 def tt(point: float, low: float, high: float, last: float = 1000.0, n: int = 3) -> TimeToTarget:
@@ -130,27 +133,25 @@ def test_undecided_says_what_would_decide() -> None:
     assert ratio_verdict(both, 10.0) == Verdict(UNDECIDED, "the interval straddles 10x: more seeds (now 2)")
 
 
-def test_runs_that_all_stopped_at_the_target_say_so_and_ask_neither_for_longer_runs_nor_seeds() -> None:
-    """Both seeds stopped at the target (at 200 and 300), and 2 seeds' band is open above at the
-    last stop: no run can go on, and more seeds rarely close it (next test), so the note gives
-    each run's own time and plans no study."""
+def test_a_time_whose_runs_stopped_at_the_target_is_read_per_run_by_hand() -> None:
+    """Both seeds stopped at the target 10, at 200 (score 12) and 300 (score 30). Their curves past
+    the stops are held, not measured, so the time is each run's own first point at or above the
+    target: mean 250; t(0.975, 1) = 12.706 times sd 70.71 / sqrt(2) = 635.3: [0 (a time is never
+    negative), 885.3]. Over a baseline of 100 timesteps that is [0, 8.85]: below 10x, supported,
+    where the mean curve of held runs could never close above (next test)."""
     c = curves([0, 5, 12], [0, 4, 8, 30])
-    tt_both = time_to_target(c, 10.0, stopped={"r0", "r1"})
-    assert tt_both.all_stopped_at_target and tt_both.stop_times == (200.0, 300.0)
-    assert (tt_both.point, tt_both.last, tt_both.high) == (200.0, 300.0, np.inf)
-    ri = ratio_interval(tt_both, 100.0)  # last 3x, below the limit 10x
-    verdict = ratio_verdict(ri, 10.0, es=tt_both, target=10.0, denominator=100.0, plan=lambda: 7.0)
-    assert verdict == Verdict(
-        UNDECIDED,
-        "every run stopped at the target (per run: 2x, 3x) and holds it past its stop, which keeps "
-        "the band open above: more seeds rarely close it",
-    )
-    assert "(per run: 2x, 3x)" in reproduce_verdict(ri, 8.0, tt_both).decide
-    # One seed still running (not stopped): longer runs can still decide it.
-    tt_one = time_to_target(c, 10.0, stopped={"r0"})
-    assert not tt_one.all_stopped_at_target and tt_one.stopped_reached == 1
-    one = ratio_verdict(ratio_interval(tt_one, 100.0), 10.0, es=tt_one, target=10.0, denominator=100.0)
-    assert one.decide.startswith("needs runs past 1000 timesteps")
+    both = time_to_target(c, 10.0, stopped={"r0", "r1"})
+    assert both.per_run and both.stop_times == (200.0, 300.0)
+    assert both.point == 250.0 and both.low == 0.0 and both.high == pytest.approx(885.3, abs=0.05)
+    assert ratio_verdict(ratio_interval(both, 100.0), 10.0, es=both).word == SUPPORTED
+    # One run stopped, the other reached the target on its own curve without stopping: per run too.
+    one = time_to_target(c, 10.0, stopped={"r0"})
+    assert one.per_run and one.point == 250.0
+    # A run that never reached the target: its time is unknown, so the mean curve decides (open).
+    censored = time_to_target(curves([0, 5, 12], [0, 4, 8, 9]), 10.0, stopped={"r0"})
+    assert not censored.per_run and np.isposinf(censored.high) and censored.last == 300.0
+    # Nothing stopped: the mean curve, as ever.
+    assert not time_to_target(c, 10.0).per_run
     # A straddling interval with a run held at the target: more seeds, but no planned study size.
     held = TimeToTarget(150.0, 100.0, 250.0, 1000.0, 3, 0.01, 5.0, stop_times=(150.0,))
     note = ratio_verdict(ratio_interval(held, 20.0), 10.0, es=held, plan=lambda: 9.0).decide
@@ -161,12 +162,12 @@ def test_runs_that_all_stopped_at_the_target_say_so_and_ask_neither_for_longer_r
 
 
 @pytest.mark.parametrize("n", [3, 30])
-def test_when_every_run_stopped_at_the_target_the_band_stays_open_above_at_any_seed_count(n: int) -> None:
-    """Why the note above says more seeds rarely help: n seeds that each confirm the target (10)
-    at a different evaluation, each overshooting it by a different amount, and stop. At the last
-    stop the others hold exactly 10, so the band's lower edge (mean 10 + d / n, half-width
-    t * d / n) is below the target; before it, runs still below 10 pull it down. 3 seeds or 30:
-    the band never closes above."""
+def test_a_mean_curve_of_runs_held_at_the_target_never_closes_above(n: int) -> None:
+    """Why runs that stop at the target are read per run: n seeds that each confirm the target
+    (10) at a different evaluation, each overshooting it by a different amount, and stop. At the
+    last stop the others hold exactly 10, so the band's lower edge (mean 10 + d / n, half-width
+    t * d / n, t > 1) is below the target; before it, runs still below 10 pull it down. 3 seeds or
+    30: the mean curve's band never closes above, and the per-run interval does."""
     rng = np.random.default_rng(n)
     rows = []
     for seed in range(n):
@@ -176,12 +177,27 @@ def test_when_every_run_stopped_at_the_target_the_band_stays_open_above_at_any_s
             {"run_id": f"r{seed}", "seed": seed, "timesteps": 100 * i, "eval_return_mean": y}
             for i, y in enumerate(ys)
         ]
-    time = time_to_target(pd.DataFrame(rows), 10.0, stopped={f"r{s}" for s in range(n)})
-    assert time.all_stopped_at_target and time.last == max(time.stop_times) and time.point <= time.last
-    assert np.isposinf(time.high)
-    _, values, _, _ = reach_curves(pd.DataFrame(rows), 10.0, {f"r{s}" for s in range(n)})
+    everyone = {f"r{s}" for s in range(n)}
+    grid, values, _, stop_times = reach_curves(pd.DataFrame(rows), 10.0, everyone)
     at_last = values[:, -1] - 10.0  # every run but the last held at exactly 10
     assert np.count_nonzero(at_last) == 1 and at_last.max() > 0
+    assert np.isposinf(time_interval(values, grid, 10.0)[2])
+    time = time_to_target(pd.DataFrame(rows), 10.0, stopped=everyone)
+    assert time.per_run and np.isfinite(time.high)
+    assert time.point == pytest.approx(np.mean(list(stop_times.values())))
+
+
+def test_stopping_time_interval_coverage_on_simulated_stopping_runs() -> None:
+    """Runs that stop at the target after a confirmation on fresh episodes (esbench.analysis.coverage:
+    lognormal learning rates, evaluation noise): the t interval of the mean of their stopping times
+    covers the true mean stopping time 92-97% of the time at 3, 5 and 10 seeds with mild spread
+    between seeds (measured 93.8%, 93.8%, 93.6%; strong spread, a skewed case: 88-89%, in the
+    coverage table of docs/statistics.md)."""
+    for n in (3, 5, 10):
+        coverage = stopping_time_coverage(n, 0.3)
+        assert 0.92 <= coverage <= 0.97, (n, coverage)
+    assert stopping_time_interval(np.array([5.0]))[0] == 5.0
+    assert np.isnan(stopping_time_interval(np.array([5.0]))[1])
 
 
 def _plateau_study(rng: np.random.Generator, n_studies: int, n: int) -> np.ndarray:

@@ -12,6 +12,9 @@ how often each of esbench's interval methods does, on simulated data with a know
 * the efficiency per worker of a scaling claim (:func:`esbench.analysis.scaling.efficiency_interval`,
   a t interval on per-seed log ratios, seeds paired across worker counts), with normal and skewed
   run-to-run jitter;
+* a time to the target where each run stops at it after a confirmation
+  (:func:`esbench.analysis.verdicts.stopping_time_interval`, the Student-t interval of the mean of
+  the runs' first confirmed times), with mild and strong spread between seeds' learning rates;
 * a difference of two means (:func:`esbench.analysis.stats.welch_ci`, Welch's t: the ES family
   table and the retention claim);
 * Table 2's claim, ES's share of the games won (:func:`esbench.analysis.table2.win_share_interval`:
@@ -29,6 +32,8 @@ same numbers every time).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pandas as pd
@@ -48,6 +53,7 @@ from esbench.analysis.verdicts import (
     SIDE_CONFIDENCE,
     TimeToTarget,
     ratio_interval,
+    stopping_time_interval,
     time_intervals,
 )
 
@@ -113,6 +119,46 @@ def ratio_coverage(n_es: int, n_base: int = 0, n_datasets: int = 500, seed: int 
     low = np.array([r.low if np.isfinite(r.low) else r.lower_bound for r in ratios])
     high = np.array([r.high for r in ratios])
     return float(np.mean((low <= truth) & (truth <= high))), float(np.mean(np.isposinf(high)))
+
+
+#: Evaluation points of the stopping runs (long enough that almost every run reaches the target).
+STOP_GRID = np.arange(1.0, 121.0)
+#: Learning rate of the stopping runs, and the seed-to-seed spread of their log rates (mild, strong).
+STOP_RATE, STOP_SPREADS = 0.15, (0.3, 0.8)
+
+
+def _stopping_times(rng: np.random.Generator, shape: tuple[int, int], spread: float) -> np.ndarray:
+    """Shape ``shape``: each run's first confirmed point at or above :data:`TARGET` (+inf: never).
+
+    A run's curve is ``1 - exp(-rate * x)`` with a lognormal rate, evaluated with noise
+    :data:`NOISE` (5 episodes); an evaluation at or above the target is confirmed on 10 fresh
+    episodes (noise / sqrt(2)), and the run stops where the lower of the two reaches it, as
+    ``budget.stop_at_return`` does."""
+    rate = STOP_RATE * np.exp(spread * rng.standard_normal((*shape, 1)))
+    true = 1.0 - np.exp(-rate * STOP_GRID)
+    evaluation = true + NOISE * rng.standard_normal(true.shape)
+    confirmation = true + NOISE / np.sqrt(2.0) * rng.standard_normal(true.shape)
+    hit = np.minimum(evaluation, confirmation) >= TARGET
+    return np.where(hit.any(axis=-1), STOP_GRID[np.argmax(hit, axis=-1)], np.inf)
+
+
+@functools.lru_cache(maxsize=8)
+def _true_stopping_time(spread: float, seed: int) -> float:
+    """Mean stopping time of 400,000 simulated runs (those that reach the target)."""
+    times = _stopping_times(np.random.default_rng(10_000 + seed), (1, 400_000), spread)[0]
+    return float(times[np.isfinite(times)].mean())
+
+
+def stopping_time_coverage(n: int, spread: float = 0.3, n_datasets: int = 2000, seed: int = 0) -> float:
+    """Coverage of the mean stopping time's interval (:func:`stopping_time_interval`) at ``n``
+    seeds: the true mean is that of 400,000 simulated runs; data sets with a run that never
+    reached the target (under 0.1% at the strong spread) are left out, as the report then reads the
+    mean curve instead."""
+    truth = _true_stopping_time(spread, seed)
+    data = _stopping_times(np.random.default_rng(seed), (n_datasets, n), spread)
+    data = data[np.all(np.isfinite(data), axis=1)]
+    ends = np.array([stopping_time_interval(d)[1:] for d in data])
+    return float(np.mean((ends[:, 0] <= truth) & (truth <= ends[:, 1])))
 
 
 def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
@@ -247,6 +293,13 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
         row = {"statistic": label, "method": method, "data": synthetic, "used": True, "datasets": 500}
         for n in seeds:
             row[f"n={n}"] = ratio_coverage(n, n if n_base < 0 else 0)[0]
+        rows.append(row)
+    for spread in STOP_SPREADS:
+        row = {"statistic": "time to the target, runs stopped at it", "method": "t on per-run times",
+               "data": f"stopping runs, log-rate spread {spread}", "used": True,
+               "datasets": 2000}  # fmt: skip
+        for n in seeds:
+            row[f"n={n}"] = stopping_time_coverage(n, spread)
         rows.append(row)
     for skewed in (False, True):
         row = {"statistic": "efficiency per worker (scaling)", "method": "t on paired log ratios",

@@ -9,10 +9,12 @@ Per task and population (one condition: the seeds of one ``algo.population_size`
 
 * the target is the paper's TRPO score at 100% of its learning progress (supplementary Table 3,
   ``trpo_score``), the score the recipe's runs stop at after a confirmation on fresh seeds;
-* the timesteps to it are read off the mean curve over seeds with the interval of its inverted
-  Student-t band (:func:`esbench.analysis.verdicts.time_to_target`: a confirmed point counts at
-  the lower of its evaluation and its confirmation; a mean curve that never gets there is
-  censored, "> last timestep");
+* the timesteps to it (:func:`esbench.analysis.verdicts.time_to_target`; a confirmed point counts
+  at the lower of its evaluation and its confirmation): where the runs stopped at the target and
+  every run reached it, the mean of each run's first point at or above it with its Student-t
+  interval (marked ‡: a stopped run's curve past its stop is held, not measured); otherwise off
+  the mean curve over seeds with the interval of its inverted Student-t band, censored ("> last
+  timestep") where it never gets there;
 * the ratio to the paper's ES timesteps to the same target divides by that published constant
   (:func:`esbench.analysis.verdicts.ratio_interval`), and "reproduced" asks whether its interval
   contains 1 (:func:`esbench.analysis.verdicts.reproduce_verdict`).
@@ -148,7 +150,7 @@ def population_table(
                 "timesteps_low": t.low,
                 "timesteps_high": t.high,
                 "last_timesteps": t.last,
-                "timesteps_text": t.text(),
+                "timesteps_text": t.text() + (" ‡" if t.per_run else ""),
                 "ratio": ri.point,
                 "ratio_low": ri.low,
                 "ratio_high": ri.high,

@@ -67,6 +67,7 @@ TABLE1_COLUMNS: tuple[str, ...] = (
     "n_seeds_es",
     "n_seeds_rl",
     "stopped_below",
+    "per_run",
     "claim",
     "verdict",
     "decide",
@@ -285,7 +286,7 @@ def table1(
                     if claim is not None:
                         verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, float(target), rl_t)
                     if np.isfinite(paper_ratio):
-                        reproduced = reproduce_verdict(ri, paper_ratio, es_side)
+                        reproduced = reproduce_verdict(ri, paper_ratio)
                 rows.append(
                     {
                         "env_name": names.get(str(env_id), str(env["env_name"].iloc[0])),
@@ -312,6 +313,7 @@ def table1(
                         "n_seeds_es": tt.n_seeds,
                         "n_seeds_rl": int(rl_curve["n_seeds"].iloc[0]),
                         "stopped_below": tt.stopped_below,
+                        "per_run": tt.per_run,
                         "claim": claim.id if claim else "",
                         "verdict": verdict.word if verdict else "",
                         "decide": verdict.decide if verdict else "",
@@ -343,7 +345,9 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
             "Target score": _target_cells(table),
             "TRPO timesteps": [fmt_num(v) for v in table["rl_timesteps"]],
             "ES timesteps [95% CI]": [
-                _es_cell(r.es_timesteps, r.es_low, r.es_high, r.es_last_timesteps) for r in table.itertuples()
+                _es_cell(r.es_timesteps, r.es_low, r.es_high, r.es_last_timesteps)
+                + (f" {PER_RUN_MARK}" if r.per_run else "")
+                for r in table.itertuples()
             ],
             "ES/TRPO (ours) [95% CI]": [
                 _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
@@ -385,6 +389,23 @@ def _reproduced_cells(table: pd.DataFrame) -> list[str]:
     return out
 
 
+#: Marks a time read per run (:func:`esbench.analysis.verdicts.stopping_time_interval`).
+PER_RUN_MARK = "‡"
+
+
+def _per_run_note(table: pd.DataFrame) -> str:
+    """What a ‡ cell means, when the table has one."""
+    if not table["per_run"].astype(bool).any():
+        return ""
+    return (
+        f" {PER_RUN_MARK}: the score the runs stop at (budget.stop_at_return), reached by every run: "
+        "the time is the mean of each run's first evaluation at or above it (its first confirmed "
+        "point), with the Student-t interval of that mean; a stopped run's curve past its stop is "
+        "held, not measured, and a mean curve of held runs cannot bound the time above "
+        "(docs/statistics.md)."
+    )
+
+
 def _notes_common() -> str:
     from esbench.analysis.verdicts import TIME_CI_METHOD
 
@@ -421,7 +442,8 @@ def write_table1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
         "'> X': not reached by timestep X, the last all ES seeds cover (a lower bound on the ratio, "
         "never an invented number). A run that stopped at a target score (budget.stop_at_return) "
         "counts as having reached every target up to it, at its stopping timestep. " + _notes_common()
-    ) + _resolution_note(table)
+    )
+    notes += _resolution_note(table) + _per_run_note(table)
     if (table["stopped_below"] > 0).any():
         notes += (
             " Where a run stopped at a score below a target, it is censored at its stop for that "
@@ -464,6 +486,7 @@ PAPER_COLUMNS: tuple[str, ...] = (
     "ratio_high",
     "n_seeds_es",
     "stopped_below",
+    "per_run",
     "claim",
     "verdict",
     "decide",
@@ -519,7 +542,7 @@ def table1_paper(
                         _seeds_to_decide, runs, target, stopped, limit_time, claim.inclusive
                     )
                     verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, target, trpo_t, plan)
-                reproduced = reproduce_verdict(ri, float(r.es_over_trpo), tt)
+                reproduced = reproduce_verdict(ri, float(r.es_over_trpo))
                 rows.append(
                     {
                         "env_name": str(r.env),
@@ -535,13 +558,14 @@ def table1_paper(
                         "es_low": tt.low,
                         "es_high": tt.high,
                         "es_last_timesteps": tt.last,
-                        "es_text": tt.text(),
+                        "es_text": tt.text() + (f" {PER_RUN_MARK}" if tt.per_run else ""),
                         "ours_over_paper_es": tt.point / es_t,
                         "ratio": ri.point,
                         "ratio_low": ri.low,
                         "ratio_high": ri.high,
                         "n_seeds_es": tt.n_seeds,
                         "stopped_below": tt.stopped_below,
+                        "per_run": tt.per_run,
                         "claim": claim.id if claim else "",
                         "verdict": verdict.word if verdict else "",
                         "decide": verdict.decide if verdict else "",
@@ -616,7 +640,8 @@ def write_table1_paper(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Pa
         "timesteps (a published constant). A run that stopped at a target score "
         "(budget.stop_at_return) counts as having reached every target up to it, at its stopping "
         "timestep. " + _notes_common()
-    ) + _resolution_note(table)
+    )
+    notes += _resolution_note(table) + _per_run_note(table)
     if (table["stopped_below"] > 0).any():
         notes += (
             " Where a run stopped at a score below a target, it is censored at its stop for that "

@@ -21,7 +21,6 @@ ES high / baseline low. A claim "ratio < limit" (:func:`ratio_verdict`) is then
   ">= L" (a run that went past the limit without reaching the target contradicts the claim),
 * **undecided** otherwise, with what would decide it: runs long enough to pass the limit (and
   where ES's recent slope would put the target), or more seeds when the interval straddles it.
-  When every run already stopped at the target, neither helps: see below.
 
 Whether we reproduced the paper's number (:func:`reproduce_verdict`) is a second, separate answer:
 supported when our ratio's interval contains the paper's ratio, contradicted ("ours faster" or
@@ -32,15 +31,19 @@ stopped at: for those targets its curve is carried forward at its last value, ne
 censored. For a higher target it is genuinely censored at its stop (we do not know when it would
 have got there): the common span then ends at that stop, and ``stopped_below`` counts such runs.
 
-Holding a stopped run at the target is the least its stop certifies, and it has a consequence a
-verdict must say: when every run stopped at the target, more seeds rarely close the band above.
-At the last stop every other run holds exactly the target and the last one its confirmed score,
-``target + d``: the mean is ``target + d / n`` and the band's half-width ``t * d / n`` with
-``t > 1``, so the lower edge is below the target there, whatever ``n``. Earlier, it reaches the
-target only where no run is below it and k runs are above it by similar amounts with
-``k >= t^2`` (about 4 or more at once). Such a verdict is undecided with each run's own time to
-the target beside it (:func:`stopped_note`), and no study size is planned where any run stopped
-at the target (:func:`seeds_to_decide_time` draws curves that do not stop).
+Holding a stopped run at the target is the least its stop certifies, but it is not a measurement,
+and a mean curve made of held values cannot bound the time above: at the last stop every other run
+holds exactly the target and the last one its confirmed score, ``target + d``, so the mean is
+``target + d / n`` and the band's half-width ``t * d / n`` with ``t > 1``: the band's lower edge
+stays below the target whatever ``n``. So where a run's stop is its first point at or above the
+target (the score the runs stop at: their first confirmed point) and every run reached it, the time
+is read per run instead (:func:`stopping_time_interval`): each run's first point at or above the
+target, and the Student-t interval of their mean over seeds. Lower targets, which the runs passed
+before they stopped, keep the mean curve (their per-run first points are single noisy
+evaluations, never confirmed). :mod:`esbench.analysis.coverage` measures it on
+synthetic runs that stop after a confirmation. Where a run never reached the target it is
+censored, its time unknown, and the mean curve decides (open above); no study size is planned
+where any run stopped at the target (:func:`seeds_to_decide_time` draws curves that do not stop).
 
 The other claims (Table 2's win count, the scaling claim) are decided the same way from an
 interval of their statistic (:func:`interval_verdict`): supported when the whole interval is on
@@ -57,6 +60,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from esbench.analysis.curves import first_reach
 from esbench.analysis.stats import N_RESAMPLES, PLANNING_POWER, REACH_COLUMN, interpolate_runs, reach_scores
 from esbench.analysis.tables import fmt_num
 
@@ -68,16 +72,24 @@ VERDICT_LABELS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED)
 #: The interval method of times to a target, as a report names it.
 TIME_CI_METHOD = "inverted Student-t band of the mean curve over seeds"
 
+#: The method where runs stopped at the target and every run reached it (:func:`stopping_time_interval`).
+STOP_TIME_CI_METHOD = (
+    "at the score the runs stop at, when every run reached it, the Student-t interval of the mean "
+    "of each run's first point at or above it (its first confirmed point)"
+)
+
 #: The largest study :func:`seeds_to_decide_time` plans ("more than" beyond it).
 MAX_PLANNED_SEEDS = 100
 
 
 @dataclass(frozen=True)
 class TimeToTarget:
-    """Time for a condition's mean curve to reach a target, with its interval.
+    """Time for a condition to reach a target, with its interval: its mean curve's, or the mean of
+    its runs' own times where runs stopped at the target (``per_run``).
 
     Attributes:
-        point: First x of the mean curve at or above the target (+inf: not reached by ``last``).
+        point: First x of the mean curve at or above the target (+inf: not reached by ``last``);
+            with ``per_run``, the mean of the runs' first x at or above it.
         low, high: Interval of the time (+inf ends: the band's edge did not reach the target by
             ``last``); NaN with fewer than 2 seeds.
         last: The last x every seed covers (the censoring point).
@@ -90,6 +102,9 @@ class TimeToTarget:
         stop_times: x at which each run that stopped at or above this target stopped
             (``budget.stop_at_return``; its first confirmed point), ascending: such runs are
             carried forward at the target past their stop.
+        per_run: Whether the time is the mean of the runs' own first times to the target
+            (:func:`stopping_time_interval`: a run's stop first certified it, and every run
+            reached it) rather than the mean curve's.
     """
 
     point: float
@@ -102,6 +117,7 @@ class TimeToTarget:
     stopped_below: int = 0
     confidence: float = 0.95
     stop_times: tuple[float, ...] = ()
+    per_run: bool = False
 
     @property
     def stopped_reached(self) -> int:
@@ -112,12 +128,6 @@ class TimeToTarget:
     def reached(self) -> bool:
         """Whether the mean curve reached the target."""
         return bool(np.isfinite(self.point))
-
-    @property
-    def all_stopped_at_target(self) -> bool:
-        """Whether every run stopped at or above the target: none can run longer, and more seeds
-        rarely close the band above (see the module doc)."""
-        return self.n_seeds > 0 and self.stopped_reached == self.n_seeds
 
     def text(self) -> str:
         """``point [low, high]``, with ``> last`` for an unreached point or interval end."""
@@ -177,19 +187,19 @@ def time_interval(
 
 def reach_curves(
     curves: pd.DataFrame, target: float, stopped: set[object] | None = None, x: str = "timesteps"
-) -> tuple[np.ndarray, np.ndarray, int, tuple[float, ...]]:
+) -> tuple[np.ndarray, np.ndarray, int, dict[object, float]]:
     """The seed curves a time to ``target`` is read from (:func:`time_to_target`).
 
     Returns:
-        ``(grid, values, stopped_below, stop_times)``: the x values every seed covers, shape
-        (g,); each seed's score on them, shape (n_seeds, g) (a confirmed point at the lower of its
+        ``(grid, values, stopped_below, stops)``: the x values every seed covers, shape (g,);
+        each seed's score on them, shape (n_seeds, g) (a confirmed point at the lower of its
         evaluation and its confirmation; a run that stopped at or above ``target`` holds ``target``
         past its stop); how many runs stopped below ``target`` (censored at their stop); and the x
-        at which each run that stopped at or above it stopped, ascending. No seeds: shape (0, 0).
+        at which each run that stopped at or above it stopped, by run_id. No seeds: shape (0, 0).
     """
     xs = curves.dropna(subset=[x, "eval_return_mean"])[x].to_numpy(float)
     if xs.size == 0:
-        return np.empty(0), np.empty((0, 0)), 0, ()
+        return np.empty(0), np.empty((0, 0)), 0, {}
     tol = 1e-9 * max(1.0, abs(target))
     curves = reach_scores(curves)
     ends = _stopping_scores(curves, stopped or set(), x)
@@ -198,8 +208,8 @@ def reach_curves(
         curves, x=x, y=REACH_COLUMN, grid=np.unique(xs), carry=reached, held=float(target)
     )
     covered = np.all(np.isfinite(values), axis=0)
-    stop_times = tuple(sorted(ends[r][1] for r in reached))
-    return grid[covered], values[:, covered], len(ends) - len(reached), stop_times
+    stops = {r: ends[r][1] for r in sorted(reached, key=str)}
+    return grid[covered], values[:, covered], len(ends) - len(reached), stops
 
 
 def seeds_to_decide_time(
@@ -276,6 +286,11 @@ def time_to_target(
 ) -> TimeToTarget:
     """:class:`TimeToTarget` of one condition's runs (curve-table rows of one algo on one env).
 
+    Read off the mean curve over seeds (:func:`time_interval`), except where a run's stop is its
+    first point at or above the target and every run reached it: then per run
+    (:func:`stopping_time_interval`), since a stopped run's curve past its stop is held, not
+    measured (the module doc).
+
     Args:
         curves: Curve-table rows (columns run_id, seed, ``x``, eval_return_mean).
         target: The score to reach.
@@ -293,38 +308,53 @@ def time_to_target(
     """
     del rng, n_resamples
     nan = float("nan")
-    grid, values, below, stop_times = reach_curves(curves, target, stopped, x)
+    grid, values, below, stops = reach_curves(curves, target, stopped, x)
+    stop_times = tuple(sorted(stops.values()))
     n = values.shape[0]
     if n == 0:
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
     if grid.size == 0:
         return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence, stop_times)
     point, low, high = time_interval(values, grid, target, confidence)
+    firsts = run_reach_times(curves, target, x) if stops else {}
+    held_decides = any(firsts[r] == t for r, t in stops.items())  # a stop first certifies the target
+    per_run = held_decides and all(np.isfinite(t) for t in firsts.values())
+    if per_run:
+        point, low, high = stopping_time_interval(np.array(list(firsts.values())), confidence)
     mean = values.mean(axis=0)
     tail = max(2, len(grid) // 3)
     gx, gy = grid[-tail:], mean[-tail:]
     slope = float(np.polyfit(gx, gy, 1)[0]) if len(gx) >= 2 and np.ptp(gx) > 0 else float("nan")
     return TimeToTarget(
-        point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence, stop_times
+        point, low, high, float(grid[-1]), n, slope, float(mean[-1]), below, confidence, stop_times, per_run
     )
 
 
-def stopped_note(es: TimeToTarget, base: float) -> str:
-    """Why a time whose runs all stopped at the target stays open above, with each run's own time
-    to it (over ``base``, the baseline's time, when finite; else in x units).
+def run_reach_times(curves: pd.DataFrame, target: float, x: str = "timesteps") -> dict[object, float]:
+    """Each run's first x at or above ``target`` on its own evaluation points, a confirmed point
+    at the lower of its evaluation and its confirmation (:func:`reach_scores`); +inf where a run
+    never got there. By run_id."""
+    rows = reach_scores(curves.dropna(subset=[x, "eval_return_mean"])).sort_values(x, kind="stable")
+    times = {
+        r: first_reach(run[x].to_numpy(float), run[REACH_COLUMN].to_numpy(float), target)
+        for r, run in rows.groupby("run_id", sort=True)
+    }
+    return {r: np.inf if np.isnan(t) else t for r, t in times.items()}
 
-    Runs held at exactly the target keep the band's lower edge below it at the last stop whatever
-    the number of seeds, and almost always before it (the module doc); the runs' own times are
-    what was measured.
+
+def stopping_time_interval(times: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high) of the runs' own times to a target: the Student-t interval of their mean,
+    its low end at least 0 (a time is never negative); NaN ends with fewer than 2 runs.
+
+    What a design that stops each run at the target measures: a run's curve past its stop is held,
+    not measured, so the mean curve cannot bound the time above (the module doc).
     """
-    if np.isfinite(base) and base > 0:
-        times = ", ".join(f"{fmt_num(t / base, 2)}x" for t in es.stop_times)
-    else:
-        times = ", ".join(fmt_num(t) for t in es.stop_times)
-    return (
-        f"every run stopped at the target (per run: {times}) and holds it past its stop, which keeps "
-        "the band open above: more seeds rarely close it"
-    )
+    times = np.asarray(times, dtype=float)
+    n, point = times.size, float(np.mean(times))
+    if n < 2:
+        return point, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1) * np.std(times, ddof=1) / np.sqrt(n))
+    return point, max(point - half, 0.0), point + half
 
 
 #: Confidence of each side of a ratio whose two sides are both random, so the pair covers 95%.
@@ -430,8 +460,6 @@ def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: 
         return Verdict(SUPPORTED)
     if np.isfinite(ri.lower_bound) and not below(ri.lower_bound) and ri.lower_bound > 0:
         return Verdict(CONTRADICTED)
-    if np.isposinf(ri.high) and ri.last < limit and es is not None and es.all_stopped_at_target:
-        return Verdict(UNDECIDED, stopped_note(es, es.last / ri.last))
     if np.isposinf(ri.high) and ri.last < limit:
         note = "needs longer ES runs"
         if es is not None and np.isfinite(denominator):
@@ -476,7 +504,7 @@ def _more_seeds(note: str, plan: Callable[[], float] | None) -> str:
     return note
 
 
-def reproduce_verdict(ri: RatioInterval, paper_ratio: float, es: TimeToTarget | None = None) -> Verdict:
+def reproduce_verdict(ri: RatioInterval, paper_ratio: float) -> Verdict:
     """Did we reproduce the paper's ratio: supported when our interval contains it, contradicted
     when it lies wholly on one side (the note says "ours faster" or "ours slower than the paper's
     ES", with the interval), undecided without an interval or when it is open above and the
@@ -498,8 +526,6 @@ def reproduce_verdict(ri: RatioInterval, paper_ratio: float, es: TimeToTarget | 
         )
     if np.isfinite(ri.high):
         return Verdict(SUPPORTED)
-    if es is not None and es.all_stopped_at_target:
-        return Verdict(UNDECIDED, f"{interval} is open above: {stopped_note(es, es.last / ri.last)}")
     return Verdict(UNDECIDED, f"{interval} is open above: the runs end before the paper's ratio")
 
 
