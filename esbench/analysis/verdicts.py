@@ -75,7 +75,7 @@ TIME_CI_METHOD = "inverted Student-t band of the mean curve over seeds"
 #: The method where runs stopped at the target and every run reached it (:func:`stopping_time_interval`).
 STOP_TIME_CI_METHOD = (
     "at the score the runs stop at, when every run reached it, the Student-t interval of the mean "
-    "of each run's first point at or above it (its first confirmed point)"
+    "of each run's first confirmed point at or above it"
 )
 
 #: The largest study :func:`seeds_to_decide_time` plans ("more than" beyond it).
