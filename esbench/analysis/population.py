@@ -261,9 +261,11 @@ def write_population_table(table: pd.DataFrame, out_dir: str | Path) -> dict[str
     notes = (
         "Target: the paper's TRPO score at 100% of its learning progress (supplementary Table 3), "
         "where each run stops once a confirmation on fresh evaluation seeds reaches it too. "
-        "Timesteps to target: the first timestep at which the mean curve over seeds reaches it (a "
-        "confirmed point counts at the lower of its evaluation and its confirmation), with the "
-        "interval of its inverted 95% Student-t band; '> x': not reached by x. Paper's ES "
+        "Timesteps to target (a confirmed point counts at the lower of its evaluation and its "
+        "confirmation): where every run reached it (‡), the mean of each run's first confirmed "
+        "point, with its 95% Student-t interval (a stopped run's curve past its stop is held, not "
+        "measured); otherwise the first timestep at which the mean curve over seeds reaches it, "
+        "with the interval of its inverted 95% Student-t band, '> x': not reached by x. Paper's ES "
         "timesteps: what the paper's ES needed to the same target. Reproduced: our ratio's "
         "interval contains 1."
     )
