@@ -47,6 +47,7 @@ from esbench.analysis.stats import REACH_COLUMN, reach_scores
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.verdicts import (
     CONTRADICTED,
+    PER_RUN_MARK,
     SIDE_CONFIDENCE,
     SUPPORTED,
     UNDECIDED,
@@ -150,7 +151,7 @@ def population_table(
                 "timesteps_low": t.low,
                 "timesteps_high": t.high,
                 "last_timesteps": t.last,
-                "timesteps_text": t.text() + (" ‡" if t.per_run else ""),
+                "timesteps_text": t.text() + (f" {PER_RUN_MARK}" if t.per_run else ""),
                 "ratio": ri.point,
                 "ratio_low": ri.low,
                 "ratio_high": ri.high,
@@ -262,8 +263,8 @@ def write_population_table(table: pd.DataFrame, out_dir: str | Path) -> dict[str
         "Target: the paper's TRPO score at 100% of its learning progress (supplementary Table 3), "
         "where each run stops once a confirmation on fresh evaluation seeds reaches it too. "
         "Timesteps to target (a confirmed point counts at the lower of its evaluation and its "
-        "confirmation): where every run reached it (‡), the mean of each run's first confirmed "
-        "point, with its 95% Student-t interval (a stopped run's curve past its stop is held, not "
+        f"confirmation): where every run reached it ({PER_RUN_MARK}), the mean of each run's first "
+        "confirmed point, with its 95% Student-t interval (a stopped run's curve past its stop is held, not "
         "measured); otherwise the first timestep at which the mean curve over seeds reaches it, "
         "with the interval of its inverted 95% Student-t band, '> x': not reached by x. Paper's ES "
         "timesteps: what the paper's ES needed to the same target. Reproduced: our ratio's "

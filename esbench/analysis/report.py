@@ -104,6 +104,7 @@ from esbench.analysis.table2 import (
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.time_to_score import coverage_text, time_to_common_score, write_time_to_score
 from esbench.analysis.verdicts import (
+    PER_RUN_MARK,
     STOP_TIME_CI_METHOD,
     TIME_CI_METHOD,
     UNDECIDED,
@@ -446,7 +447,7 @@ def _time_coverage_text(n_seeds: int) -> str:
 def _stop_time_text(n_seeds: int) -> str:
     """The per-run method of a time whose runs stopped at the target, with its measured coverage
     at ``n_seeds`` on simulated stopping runs (mild and strong spread between seeds)."""
-    text = f"{STOP_TIME_CI_METHOD[0].upper()}{STOP_TIME_CI_METHOD[1:]} (marked ‡)"
+    text = f"{STOP_TIME_CI_METHOD[0].upper()}{STOP_TIME_CI_METHOD[1:]} (marked {PER_RUN_MARK})"
     if n_seeds < 2:
         return text + "."
     mild, strong = (stopping_time_coverage(n_seeds, spread) for spread in STOP_SPREADS)
@@ -885,7 +886,7 @@ def _section_population(results: Results, root: Path, rng: np.random.Generator, 
         "resampled (each side at sqrt(0.95)).\n\n"
         + _table_md(write_population_table(table, root / "tables"), root)
         + f"\nTimes to the target: {TIME_CI_METHOD}, 95%. {_population_coverage_text(seeds)}"
-        + (f" {_stop_time_text(seeds)}" if table["timesteps_text"].str.endswith("‡").any() else "")
+        + (f" {_stop_time_text(seeds)}" if table["timesteps_text"].str.endswith(PER_RUN_MARK).any() else "")
         + "\n"
     )
     paths = plot_population(table, root / "figures" / "population")

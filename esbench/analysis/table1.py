@@ -338,6 +338,8 @@ def _es_cell(point: float, low: float, high: float, last: float) -> str:
 
 def display_table1(table: pd.DataFrame) -> pd.DataFrame:
     """Formatted strings for Markdown/LaTeX; partial conditions get a ``*`` mark on the env."""
+    from esbench.analysis.verdicts import PER_RUN_MARK
+
     out = pd.DataFrame(
         {
             "Environment": [f"{r.env_name}{' *' if r.partial else ''}" for r in table.itertuples()],
@@ -389,12 +391,10 @@ def _reproduced_cells(table: pd.DataFrame) -> list[str]:
     return out
 
 
-#: Marks a time read per run (:func:`esbench.analysis.verdicts.stopping_time_interval`).
-PER_RUN_MARK = "‡"
-
-
 def _per_run_note(table: pd.DataFrame) -> str:
     """What a ‡ cell means, when the table has one."""
+    from esbench.analysis.verdicts import PER_RUN_MARK
+
     if not table["per_run"].astype(bool).any():
         return ""
     return (
@@ -517,7 +517,13 @@ def table1_paper(
     Returns:
         DataFrame with columns :data:`PAPER_COLUMNS`.
     """
-    from esbench.analysis.verdicts import ratio_interval, ratio_verdict, reproduce_verdict, time_to_target
+    from esbench.analysis.verdicts import (
+        PER_RUN_MARK,
+        ratio_interval,
+        ratio_verdict,
+        reproduce_verdict,
+        time_to_target,
+    )
 
     del rng
     claims = load_claims() if claims is None else claims

@@ -78,6 +78,9 @@ STOP_TIME_CI_METHOD = (
     "of each run's first confirmed point at or above it"
 )
 
+#: Marks a time read per run (:func:`stopping_time_interval`) in tables and reports.
+PER_RUN_MARK = "‡"
+
 #: The largest study :func:`seeds_to_decide_time` plans ("more than" beyond it).
 MAX_PLANNED_SEEDS = 100
 
