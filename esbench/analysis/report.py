@@ -886,7 +886,7 @@ def _section_population(results: Results, root: Path, rng: np.random.Generator, 
         "resampled (each side at sqrt(0.95)).\n\n"
         + _table_md(write_population_table(table, root / "tables"), root)
         + f"\nTimes to the target: {TIME_CI_METHOD}, 95%. {_population_coverage_text(seeds)}"
-        + (f" {_stop_time_text(seeds)}" if table["timesteps_text"].str.endswith(PER_RUN_MARK).any() else "")
+        + (f" {_stop_time_text(seeds)}" if table["per_run"].astype(bool).any() else "")
         + "\n"
     )
     paths = plot_population(table, root / "figures" / "population")
