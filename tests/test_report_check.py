@@ -76,7 +76,10 @@ def test_report_ships_its_data_and_reads_back_the_same_runs(made: Path) -> None:
     assert f"Report made from: esbench commit {'f' * 40} (clean tree)" in text and "Warning" not in text
 
 
-def test_a_report_renders_again_from_its_data_alone(made: Path, tmp_path: Path) -> None:
+def test_a_report_renders_again_from_its_data_alone(
+    made: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report_module, "code_revision", lambda: CLEAN)  # the commit that made it
     again = build_report("table1", made / "data", tmp_path / "again").parent
     files = sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
@@ -84,6 +87,21 @@ def test_a_report_renders_again_from_its_data_alone(made: Path, tmp_path: Path) 
         assert (made / rel).read_bytes() == (again / rel).read_bytes(), rel
     with pytest.raises(report_module.UnknownTargetError, match="holds the data of report 'table1'"):
         build_report("table2", made / "data", tmp_path / "again")
+
+
+def test_a_report_rendered_again_by_other_code_names_that_code(
+    report: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-rendering from the shipped data is done by today's code: the manifest and REPORT.md name
+    today's commit (the one that reproduces the tables), the data files stay as they were."""
+    before = read_manifest(report / "data")
+    monkeypatch.setattr(report_module, "code_revision", lambda: {"git_commit": "c" * 40, "git_dirty": False})
+    path = build_report("table1", report / "data", report.parent)  # in place, as for a committed report
+    after = read_manifest(report / "data")
+    assert (before.report_commit, after.report_commit) == ("f" * 40, "c" * 40)
+    assert after.sha256 == before.sha256 and after.run_commits == before.run_commits
+    assert f"Report made from: esbench commit {'c' * 40} (clean tree)" in path.read_text()
+    assert check_report(report).ok
 
 
 def test_check_passes_on_a_fresh_report(report: Path, capsys: pytest.CaptureFixture[str]) -> None:

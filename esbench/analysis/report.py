@@ -61,6 +61,7 @@ from esbench.analysis.report_data import (
     is_report_data,
     read_manifest,
     read_report_data,
+    restamp_manifest,
     write_report_data,
 )
 from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
@@ -1343,7 +1344,9 @@ def build_report(
 
 def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
     """A report rendered from another report's ``data/`` (``results_dir=paper/table1/data``): the
-    data are copied to ``out_dir/<name>/data/`` (unless they are already there), then rendered.
+    data are copied to ``out_dir/<name>/data/`` (unless they are already there), the manifest records
+    the commit rendering it now (:func:`~esbench.analysis.report_data.restamp_manifest`), then it is
+    rendered.
 
     Raises:
         UnknownTargetError: ``target`` is neither the report's target nor its name.
@@ -1355,6 +1358,7 @@ def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
             f"not of {target!r}"
         )
     root = out_dir / manifest.name
+    commit, dirty = report_revision()  # before the old report is removed, as in build_report
     if (root / DATA_DIR).resolve() != data_dir.resolve():
         for old in (root / "tables", root / "figures", root / DATA_DIR, root / WANDB_SUMMARY_FILE):
             if old.is_dir():
@@ -1362,6 +1366,7 @@ def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
             elif old.is_file():
                 old.unlink()
         shutil.copytree(data_dir, root / DATA_DIR)
+    restamp_manifest(root / DATA_DIR, commit, dirty, figure_versions())
     return render_report(root)
 
 

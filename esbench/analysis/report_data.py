@@ -6,9 +6,9 @@ prove the committed tables still follow from it. Layout::
 
     data/
       manifest.json     format, report name and target, scales (the runs' budget presets and the
-                        recipe's), bootstrap seed, the esbench commit
-                        the report was made from (and whether its tree was clean), the commits the
-                        runs came from, the versions that draw the figures, sha256 of every file
+                        recipe's), bootstrap seed, the esbench commit the report was last rendered
+                        with (and whether its tree was clean), the commits the runs came from, the
+                        versions that drew the figures, sha256 of every other file
       runs.parquet      the run table (one row per run used: config columns + summary keys)
       curves.parquet    every evaluation point of every complete run (the curve table)
       superseded.parquet, unreadable.parquet   runs set aside, and why
@@ -70,7 +70,8 @@ class Manifest:
         recipe_scale: The ``esbench reproduce`` scale that made the report (None: made by
             ``esbench report``, or before it was recorded). A recipe scale may run another scale's
             budget preset (``budget.scale``) at more seeds, so the two can differ.
-        report_commit: The esbench git commit the report was made with (None: not a git checkout).
+        report_commit: The esbench git commit the report was last rendered with (None: not a git
+            checkout): the one whose code reproduces its tables from this data.
         report_dirty: Whether that checkout had uncommitted changes (None: unknown).
         run_commits: The distinct git commits the runs were made with.
         figure_versions: matplotlib and FreeType versions that drew the figures: PNG/PDF bytes
@@ -219,6 +220,30 @@ def read_manifest(data_dir: str | Path) -> Manifest:
     if raw.get("format") != FORMAT:
         raise ReportDataError(f"{path}: data format {raw.get('format')!r}, this esbench reads {FORMAT}")
     return Manifest(**raw)
+
+
+def restamp_manifest(
+    data_dir: str | Path,
+    report_commit: str | None,
+    report_dirty: bool | None,
+    versions: dict[str, str],
+) -> Manifest:
+    """Record in ``data_dir``'s manifest the code rendering the report now and the versions drawing its figures.
+
+    A report rendered again from its shipped data (``esbench report <name> results_dir=.../data``)
+    is made by today's code, not by the code that first wrote the data: its tables can differ (a new
+    column, a new estimator), so the commit it names must be the one that reproduces them, and
+    ``--check`` must compare figures against the versions that drew them now. The data files and
+    their sha256 are unchanged.
+    """
+    manifest = replace(
+        read_manifest(data_dir),
+        report_commit=report_commit,
+        report_dirty=report_dirty,
+        figure_versions=dict(versions),
+    )
+    atomic_write_text(Path(data_dir) / MANIFEST_FILE, _json_text(asdict(manifest)))
+    return manifest
 
 
 def read_report_data(data_dir: str | Path) -> tuple[Results, Manifest]:
