@@ -41,3 +41,23 @@ def test_an_install_without_a_git_checkout_records_its_version(tmp_path: Path) -
     )
     assert code_revision(site) == expected
     assert installed_version() and installed_version() != "unknown"
+
+
+def test_changes_under_outputs_do_not_make_the_tree_dirty(tmp_path: Path) -> None:
+    """A checkout whose only change is a re-rendered report is clean for a report's provenance
+    (``outputs``), dirty for everything else; a change to the code is dirty either way."""
+    repo = tmp_path / "checkout"
+    (repo / "esbench").mkdir(parents=True)
+    (repo / "paper").mkdir()
+    (repo / "esbench" / "code.py").write_text("x = 1\n")
+    (repo / "paper" / "REPORT.md").write_text("old\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    assert code_revision(repo)["git_dirty"] is False
+    (repo / "paper" / "REPORT.md").write_text("re-rendered\n")
+    assert code_revision(repo)["git_dirty"] is True
+    assert code_revision(repo, outputs=("paper",))["git_dirty"] is False
+    (repo / "esbench" / "code.py").write_text("x = 2\n")
+    assert code_revision(repo, outputs=("paper",))["git_dirty"] is True

@@ -46,7 +46,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A table1 report built once from a synthetic store (by a clean checkout)."""
     tmp = tmp_path_factory.mktemp("made")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(report_module, "code_revision", lambda: CLEAN)
+        mp.setattr(report_module, "code_revision", lambda **_: CLEAN)
         return build_report("table1", _store(tmp / "runs"), tmp / "paper", seed=1).parent
 
 
@@ -79,7 +79,7 @@ def test_report_ships_its_data_and_reads_back_the_same_runs(made: Path) -> None:
 def test_a_report_renders_again_from_its_data_alone(
     made: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(report_module, "code_revision", lambda: CLEAN)  # the commit that made it
+    monkeypatch.setattr(report_module, "code_revision", lambda **_: CLEAN)  # the commit that made it
     again = build_report("table1", made / "data", tmp_path / "again").parent
     files = sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
@@ -95,7 +95,8 @@ def test_a_report_rendered_again_by_other_code_names_that_code(
     """Re-rendering from the shipped data is done by today's code: the manifest and REPORT.md name
     today's commit (the one that reproduces the tables), the data files stay as they were."""
     before = read_manifest(report / "data")
-    monkeypatch.setattr(report_module, "code_revision", lambda: {"git_commit": "c" * 40, "git_dirty": False})
+    other_code = {"git_commit": "c" * 40, "git_dirty": False}
+    monkeypatch.setattr(report_module, "code_revision", lambda **_: other_code)
     path = build_report("table1", report / "data", report.parent)  # in place, as for a committed report
     after = read_manifest(report / "data")
     assert (before.report_commit, after.report_commit) == ("f" * 40, "c" * 40)
@@ -170,7 +171,8 @@ def test_a_stale_extra_file_fails(report: Path) -> None:
 
 
 def test_a_report_from_a_dirty_tree_or_several_commits_says_so(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(report_module, "code_revision", lambda: {"git_commit": "a" * 40, "git_dirty": True})
+    dirty = {"git_commit": "a" * 40, "git_dirty": True}
+    monkeypatch.setattr(report_module, "code_revision", lambda **_: dirty)
     other = {**DEFAULT_ENV_INFO, "git_commit": "b" * 40}
     path = build_report("table1", _store(tmp_path / "runs", env_info=other), tmp_path / "paper")
     text = path.read_text()

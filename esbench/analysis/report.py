@@ -1255,9 +1255,15 @@ def provenance(results: Results, manifest: Manifest | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Where the checkout keeps its committed reports: their changes are outputs, not code, so a report
+#: rendered after another one (``reproduce all``, re-rendering every report) still names a clean tree.
+REPORT_OUTPUTS: tuple[str, ...] = ("paper",)
+
+
 def report_revision() -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the esbench checkout making a report now (None where not a git checkout)."""
-    revision = code_revision()
+    """(commit, dirty) of the esbench checkout making a report now (None where not a git checkout);
+    changed reports under :data:`REPORT_OUTPUTS` do not count as uncommitted code."""
+    revision = code_revision(outputs=REPORT_OUTPUTS)
     return revision["git_commit"], revision["git_dirty"]
 
 

@@ -228,7 +228,7 @@ def restamp_manifest(
     report_dirty: bool | None,
     versions: dict[str, str],
 ) -> Manifest:
-    """Record in ``data_dir``'s manifest the code rendering the report now and the versions drawing its figures.
+    """Record in ``data_dir``'s manifest the code rendering the report now and what draws its figures.
 
     A report rendered again from its shipped data (``esbench report <name> results_dir=.../data``)
     is made by today's code, not by the code that first wrote the data: its tables can differ (a new

@@ -25,7 +25,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from importlib import metadata
 from pathlib import Path
@@ -352,7 +352,7 @@ def _fmt(v: Any) -> str:
 _PINNED_REVISION: ContextVar[dict[str, Any] | None] = ContextVar("esbench_code_revision", default=None)
 
 
-def code_revision(repo: Path | None = None) -> dict[str, Any]:
+def code_revision(repo: Path | None = None, outputs: Sequence[str] = ()) -> dict[str, Any]:
     """``{"git_commit": sha, "git_dirty": bool}`` of the esbench checkout, now.
 
     esbench installed from a wheel (or with ``pip install .``) is not a git checkout: it records
@@ -363,12 +363,16 @@ def code_revision(repo: Path | None = None) -> dict[str, Any]:
 
     Args:
         repo: The directory holding the ``esbench`` package (default: this installation's).
+        outputs: Paths in the checkout whose changes are outputs, not code: a change there does not
+            make the tree dirty (reports re-rendered one after another change ``paper/``, not the
+            code that renders the next one).
     """
     root = (repo or Path(__file__).resolve().parents[2]).resolve()
     top = _git(root, "rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != root:
         return {"git_commit": f"esbench {installed_version()} (no git checkout)", "git_dirty": None}
-    commit, dirty = _git(root, "rev-parse", "HEAD"), _git(root, "status", "--porcelain")
+    excluded = [f":(exclude){path}" for path in outputs]
+    commit, dirty = _git(root, "rev-parse", "HEAD"), _git(root, "status", "--porcelain", "--", ".", *excluded)
     return {"git_commit": commit, "git_dirty": bool(dirty) if commit else None}
 
 
