@@ -152,7 +152,7 @@ def population_table(
                 "timesteps_low": t.low,
                 "timesteps_high": t.high,
                 "last_timesteps": t.last,
-                "timesteps_text": t.text() + (f" {PER_RUN_MARK}" if t.per_run else ""),
+                "timesteps_text": t.marked_text(),
                 "per_run": t.per_run,
                 "ratio": ri.point,
                 "ratio_low": ri.low,

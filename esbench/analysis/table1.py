@@ -517,13 +517,7 @@ def table1_paper(
     Returns:
         DataFrame with columns :data:`PAPER_COLUMNS`.
     """
-    from esbench.analysis.verdicts import (
-        PER_RUN_MARK,
-        ratio_interval,
-        ratio_verdict,
-        reproduce_verdict,
-        time_to_target,
-    )
+    from esbench.analysis.verdicts import ratio_interval, ratio_verdict, reproduce_verdict, time_to_target
 
     del rng
     claims = load_claims() if claims is None else claims
@@ -564,7 +558,7 @@ def table1_paper(
                         "es_low": tt.low,
                         "es_high": tt.high,
                         "es_last_timesteps": tt.last,
-                        "es_text": tt.text() + (f" {PER_RUN_MARK}" if tt.per_run else ""),
+                        "es_text": tt.marked_text(),
                         "ours_over_paper_es": tt.point / es_t,
                         "ratio": ri.point,
                         "ratio_low": ri.low,

@@ -142,6 +142,10 @@ class TimeToTarget:
             return one(self.point)
         return f"{one(self.point)} [{one(self.low)}, {one(self.high)}]"
 
+    def marked_text(self) -> str:
+        """:meth:`text`, with :data:`PER_RUN_MARK` after a time read per run: a table's cell."""
+        return self.text() + (f" {PER_RUN_MARK}" if self.per_run else "")
+
 
 def _first_reach_rows(means: np.ndarray, grid: np.ndarray, target: float) -> np.ndarray:
     """First grid x where each row of ``means`` (shape (m, g)) reaches ``target``; +inf if never."""
@@ -318,12 +322,13 @@ def time_to_target(
         return TimeToTarget(np.inf, nan, nan, nan, 0, nan, nan, confidence=confidence)
     if grid.size == 0:
         return TimeToTarget(np.inf, nan, nan, nan, n, nan, nan, below, confidence, stop_times)
-    point, low, high = time_interval(values, grid, target, confidence)
     firsts = run_reach_times(curves, target, x) if stops else {}
     held_decides = any(firsts[r] == t for r, t in stops.items())  # a stop first certifies the target
     per_run = held_decides and all(np.isfinite(t) for t in firsts.values())
     if per_run:
         point, low, high = stopping_time_interval(np.array(list(firsts.values())), confidence)
+    else:
+        point, low, high = time_interval(values, grid, target, confidence)
     mean = values.mean(axis=0)
     tail = max(2, len(grid) // 3)
     gx, gy = grid[-tail:], mean[-tail:]
