@@ -8,17 +8,11 @@ import pandas as pd
 import pytest
 
 from esbench.analysis.load import load_results
-from esbench.analysis.stats import (
-    IncompleteResultsError,
-    bootstrap_ci,
-    check_seeds,
-    common_grid,
-    interpolate_runs,
-    iqm,
-    iqm_ci,
-    mean_ci,
-    simulated_coverage,
-)
+from esbench.analysis.metrics.aggregate import iqm
+from esbench.analysis.metrics.bootstrap import interval_estimate
+from esbench.analysis.metrics.coverage import simulated_coverage
+from esbench.analysis.metrics.intervals import bootstrap_ci, mean_ci
+from esbench.analysis.stats import IncompleteResultsError, check_seeds, common_grid, interpolate_runs
 from tests.synthetic_store import write_run
 
 T = [0, 250, 500, 750, 1000]
@@ -96,10 +90,11 @@ def test_bootstrap_ci_degenerate_cases() -> None:
 
 
 def test_iqm_known_answer_and_reproducible_ci() -> None:
-    assert float(iqm(np.arange(1.0, 9.0))) == pytest.approx(4.5)  # mean of 3, 4, 5, 6
+    assert float(iqm(np.arange(1.0, 9.0).reshape(4, 2))) == pytest.approx(4.5)  # mean of 3, 4, 5, 6
     scores = np.random.default_rng(3).uniform(size=(5, 4))
-    assert iqm_ci(scores, np.random.default_rng(0)) == iqm_ci(scores, np.random.default_rng(0))
-    point, low, high = iqm_ci(scores, np.random.default_rng(0))
+    first = interval_estimate(iqm, scores, rng=np.random.default_rng(0))
+    assert first == interval_estimate(iqm, scores, rng=np.random.default_rng(0))
+    point, low, high = first
     assert low <= point <= high
 
 
@@ -172,7 +167,7 @@ def test_welch_ci_matches_scipy_and_covers_95_percent() -> None:
     from scipy import stats as sps
 
     from esbench.analysis.coverage import difference_coverage
-    from esbench.analysis.stats import welch_ci
+    from esbench.analysis.metrics.intervals import welch_ci
 
     a, b = np.array([1.0, 2.0, 3.0]), np.array([0.0, 3.0, 6.0])  # df = (10/3)^2 / (1/18 + 9/2) = 2.44
     diff, low, high = welch_ci(a, b)
@@ -192,7 +187,7 @@ def _sample(n: int, mean: float, sd: float) -> np.ndarray:
 
 def _simulated_welch_power(diff: float, sd_a: float, sd_b: float, n: int, n_datasets: int = 4000) -> float:
     """The fraction of simulated normal studies (n seeds per side) whose Welch interval excludes 0."""
-    from esbench.analysis.stats import welch_ci
+    from esbench.analysis.metrics.intervals import welch_ci
 
     rng = np.random.default_rng(7)
     a = rng.normal(0.0, sd_a, size=(n_datasets, n))
@@ -206,7 +201,7 @@ def _simulated_welch_power(diff: float, sd_a: float, sd_b: float, n: int, n_data
 )
 def test_welch_power_matches_simulated_studies(diff: float, sd_a: float, sd_b: float, n: int) -> None:
     """The noncentral-t power is what simulated studies give (4,000 per case: standard error ~0.008)."""
-    from esbench.analysis.stats import welch_power
+    from esbench.analysis.metrics.planning import welch_power
 
     predicted = float(welch_power(diff, sd_a**2, sd_b**2, n))
     assert 0.1 < predicted < 0.99  # a case that can tell a wrong formula from a right one
@@ -214,7 +209,8 @@ def test_welch_power_matches_simulated_studies(diff: float, sd_a: float, sd_b: f
 
 
 def test_seeds_to_decide_is_the_first_n_with_80_percent_power() -> None:
-    from esbench.analysis.stats import seeds_to_decide, welch_ci, welch_power
+    from esbench.analysis.metrics.intervals import welch_ci
+    from esbench.analysis.metrics.planning import seeds_to_decide, welch_power
 
     a, b = _sample(3, 1.0, 1.0), _sample(3, 1.5, 2.0)
     n = seeds_to_decide(a, b)

@@ -3,7 +3,7 @@
 An interval labelled 95% should contain the true value 95% of the time. This module measures
 how often each of esbench's interval methods does, on simulated data with a known truth:
 
-* a mean over seeds (:func:`esbench.analysis.stats.mean_ci`, Student t) on normal and skewed
+* a mean over seeds (:func:`esbench.analysis.metrics.intervals.mean_ci`, Student t) on normal and skewed
   (lognormal) data, beside the percentile and BCa bootstrap it replaced;
 * a time to a target and a ratio of two times (:func:`esbench.analysis.verdicts.time_interval`,
   :func:`esbench.analysis.verdicts.ratio_interval`) on synthetic learning curves whose seeds
@@ -15,15 +15,16 @@ how often each of esbench's interval methods does, on simulated data with a know
 * a time to the target where each run stops at it after a confirmation
   (:func:`esbench.analysis.verdicts.stopping_time_interval`, the Student-t interval of the mean of
   the runs' first confirmed times), with mild and strong spread between seeds' learning rates;
-* a difference of two means (:func:`esbench.analysis.stats.welch_ci`, Welch's t: the ES family
+* a difference of two means (:func:`esbench.analysis.metrics.intervals.welch_ci`, Welch's t: the ES family
   table and the retention claim);
 * Table 2's claim, ES's share of the games won (:func:`esbench.analysis.table2.win_share_interval`:
   each game decided by its Welch interval, the share bounded over the ways the undecided games
   could go; ties are neither wins nor losses), with large and small true differences;
-* the IQM across tasks (:func:`esbench.analysis.stats.iqm_ci`, stratified bootstrap);
+* the IQM across tasks (:func:`esbench.analysis.metrics.aggregate.iqm` with
+  :func:`esbench.analysis.metrics.bootstrap.interval_estimate`, stratified bootstrap);
 * a median over seeds (the wall-clock time to a common score,
   :mod:`esbench.analysis.time_to_score`: the order-statistic interval,
-  :func:`esbench.analysis.stats.median_interval`). Its coverage is exact for any distribution; no
+  :func:`esbench.analysis.metrics.intervals.median_interval`). Its coverage is exact for any distribution; no
   interval of a median over n seeds covers more than 1 - 2 / 2^n of the time without assuming a
   distribution (75% at 3 seeds), and the report prints the exact number.
 
@@ -40,15 +41,11 @@ import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import stats
 
+from esbench.analysis.metrics.aggregate import iqm
+from esbench.analysis.metrics.bootstrap import interval_estimate
+from esbench.analysis.metrics.coverage import COVERAGE_METHODS, simulated_coverage
+from esbench.analysis.metrics.intervals import median_interval, welch_ci
 from esbench.analysis.scaling import efficiency_interval
-from esbench.analysis.stats import (
-    COVERAGE_METHODS,
-    DISTRIBUTIONS,
-    iqm_ci,
-    median_interval,
-    simulated_coverage,
-    welch_ci,
-)
 from esbench.analysis.verdicts import (
     SIDE_CONFIDENCE,
     TimeToTarget,
@@ -56,6 +53,12 @@ from esbench.analysis.verdicts import (
     stopping_time_interval,
     time_intervals,
 )
+
+#: What the table calls each distribution of :data:`esbench.analysis.metrics.coverage.DISTRIBUTIONS`.
+DISTRIBUTION_LABELS: dict[str, str] = {
+    "normal": "standard normal",
+    "lognormal": "lognormal, sigma 1 (skewed)",
+}
 
 #: Evaluation points of the synthetic curves (x in units of one evaluation interval).
 GRID = np.arange(1.0, 41.0)
@@ -239,7 +242,7 @@ def win_share_coverage(
 def median_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
     """Coverage of the median's order-statistic interval over n seeds (lognormal times, sigma 1:
     true median 1), as :mod:`esbench.analysis.time_to_score` prints it: a check, by simulation, of
-    the exact coverage :func:`~esbench.analysis.stats.median_interval` states."""
+    the exact coverage :func:`~esbench.analysis.metrics.intervals.median_interval` states."""
     rng = np.random.default_rng(seed)
     hits = 0
     for times in np.exp(rng.standard_normal((n_datasets, n))):
@@ -251,7 +254,9 @@ def median_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
 def iqm_coverage(
     n_seeds: int, n_tasks: int = 5, n_datasets: int = 200, n_resamples: int = 500, seed: int = 0
 ) -> float:
-    """Coverage of the stratified-bootstrap IQM interval (:func:`iqm_ci`) across tasks.
+    """Coverage of the stratified-bootstrap IQM interval across tasks
+    (:func:`~esbench.analysis.metrics.bootstrap.interval_estimate` of
+    :func:`~esbench.analysis.metrics.aggregate.iqm`).
 
     Each task's scores are normal with unit spread and task means spread over [0, 2]; the truth
     is the IQM of the pooled population (of a million draws per task).
@@ -263,7 +268,7 @@ def iqm_coverage(
     hits = 0
     for _ in range(n_datasets):
         scores = centres[None, :] + rng.standard_normal((n_seeds, n_tasks))
-        _, low, high = iqm_ci(scores, rng, n_resamples=n_resamples)
+        _, low, high = interval_estimate(iqm, scores, rng=rng, reps=n_resamples)
         hits += bool(low <= truth <= high)
     return hits / n_datasets
 
@@ -279,7 +284,7 @@ def coverage_table(seeds: tuple[int, ...] = (3, 5, 10)) -> pd.DataFrame:
     rows = []
     names = {"t": "Student t", "percentile": "percentile bootstrap", "bca": "BCa bootstrap"}
     for method in COVERAGE_METHODS:
-        for dist, (label, _) in DISTRIBUTIONS.items():
+        for dist, label in DISTRIBUTION_LABELS.items():
             row = {"statistic": "mean over seeds", "method": names[method], "data": label,
                    "used": method == "t", "datasets": 2000}  # fmt: skip
             for n in seeds:

@@ -11,7 +11,10 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import pandas as pd
 
-from esbench.analysis.stats import interpolate_runs, iqm, iqm_ci, mean_ci
+from esbench.analysis.metrics.aggregate import iqm
+from esbench.analysis.metrics.bootstrap import interval_estimate
+from esbench.analysis.metrics.intervals import mean_ci
+from esbench.analysis.stats import interpolate_runs
 
 CURVE_COLUMNS: tuple[str, ...] = ("x", "mean", "low", "high", "n_seeds")
 
@@ -29,7 +32,7 @@ def mean_curve(
         curves: Curve-table rows of one condition (e.g. one algo on one env).
         x: x column (``timesteps``, ``wall_clock_s``, ``frames``).
         y: y column.
-        rng: Generator passed to :func:`~esbench.analysis.stats.mean_ci` (95% Student-t band);
+        rng: Generator passed to :func:`~esbench.analysis.metrics.intervals.mean_ci` (95% Student-t band);
             None skips the band (low/high NaN).
         stopped: run_ids that ended at their target score (``budget.stop_at_return``): their end
             does not cut the curve short, and nothing is held for them past it
@@ -131,9 +134,9 @@ def normalized_iqm_curve(
     rows = []
     for j in range(n_points):
         if rng is None:
-            point, low, high = float(iqm(scores[:, j, :].ravel())), float("nan"), float("nan")
+            point, low, high = float(iqm(scores[:, j, :])), float("nan"), float("nan")
         else:
-            point, low, high = iqm_ci(scores[:, j, :], rng, n_resamples=500)
+            point, low, high = (float(v) for v in interval_estimate(iqm, scores[:, j, :], rng=rng, reps=500))
         rows.append({"x": frac[j], "mean": point, "low": low, "high": high, "n_seeds": n})
     return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
 

@@ -1,10 +1,10 @@
 """The ES family table: every variant's final score per environment, against a reference variant.
 
 For each environment and algorithm: the mean final evaluation return over seeds with its Student-t
-95% CI (:func:`esbench.analysis.stats.mean_ci`), and the difference to the reference (OpenAI-ES by
+95% CI (:func:`esbench.analysis.metrics.intervals.mean_ci`), and the difference to the reference (OpenAI-ES by
 default) with Welch's t interval of the difference of means (the two sides' seeds independent,
-variances unequal: :func:`esbench.analysis.stats.welch_ci`; both intervals' coverage is measured by
-:mod:`esbench.analysis.coverage`). The comparison column says what the interval supports:
+variances unequal: :func:`esbench.analysis.metrics.intervals.welch_ci`; both intervals' coverage is
+measured by :mod:`esbench.analysis.coverage`). The comparison column says what the interval supports:
 ``better`` / ``worse`` when the difference's CI excludes 0, ``indistinguishable`` when it straddles
 0, ``n/a`` with fewer than 2 seeds on either side (no interval).
 """
@@ -18,7 +18,7 @@ import pandas as pd
 
 from esbench.analysis.figures import algo_label
 from esbench.analysis.load import is_es
-from esbench.analysis.stats import mean_ci, welch_ci
+from esbench.analysis.metrics.intervals import mean_ci, welch_ci
 from esbench.analysis.tables import fmt_num, write_table
 
 REFERENCE = "openai_es"
@@ -27,7 +27,7 @@ REFERENCE = "openai_es"
 def difference_ci(
     a: np.ndarray, b: np.ndarray, rng: np.random.Generator | None = None, confidence: float = 0.95
 ) -> tuple[float, float, float]:
-    """mean(a) - mean(b) and Welch's t interval (:func:`esbench.analysis.stats.welch_ci`).
+    """mean(a) - mean(b) and Welch's t interval (:func:`esbench.analysis.metrics.intervals.welch_ci`).
 
     A percentile bootstrap of the difference covers too rarely at a few seeds a side; Welch's
     interval covers 95% on normal data (``python -m esbench.analysis.coverage``).

@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from esbench.analysis.conditions import AWD_SUFFIX, base_algo, condition_label
 from esbench.analysis.curves import aggregate_curves, normalized_iqm_curve
-from esbench.analysis.stats import mean_ci
+from esbench.analysis.metrics.intervals import mean_ci
 from esbench.config.registry import colour_of, family_of
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black last; yellow left out: too pale on white).

@@ -45,7 +45,8 @@ from esbench.analysis.figures import (
     savefig,
 )
 from esbench.analysis.load import is_es
-from esbench.analysis.stats import interpolate_runs, mean_ci, welch_ci
+from esbench.analysis.metrics.intervals import mean_ci, welch_ci
+from esbench.analysis.stats import interpolate_runs
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.verdicts import CONTRADICTED, SUPPORTED, UNDECIDED, Verdict
 

@@ -58,6 +58,7 @@ import pandas as pd
 from esbench.analysis import figures
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
 from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
+from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.retention_decisions import (
     CLAIM_SOURCE,
     CLAIM_TEXT,
@@ -73,7 +74,6 @@ from esbench.analysis.retention_matched import (
     transient_summary,
 )
 from esbench.analysis.retention_report import read_snapshot_drift
-from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of
 from esbench.tracking.schema import METRICS_FILE, SUMMARY_FILE

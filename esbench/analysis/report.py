@@ -43,6 +43,8 @@ from esbench.analysis.frameskip import (
 )
 from esbench.analysis.lm_retention import is_lm, lm_section
 from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
+from esbench.analysis.metrics.coverage import simulated_coverage
+from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.population import claim_rows as population_claim_rows
 from esbench.analysis.population import claim_table as population_claims
 from esbench.analysis.population import plot_population, population_table, write_population_table
@@ -81,7 +83,7 @@ from esbench.analysis.scaling import (
     scaling_table,
     write_scaling,
 )
-from esbench.analysis.stats import check_seeds, coverage_sentence, mean_ci, partial_keys, simulated_coverage
+from esbench.analysis.stats import check_seeds, coverage_sentence, partial_keys
 from esbench.analysis.table1 import (
     claim_rows,
     claims_markdown,

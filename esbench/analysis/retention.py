@@ -114,7 +114,8 @@ from esbench.analysis.drift import SPARSITY_THRESHOLDS, SnapshotDrift
 from esbench.analysis.drift import layer_drift as layer_drift  # re-exported
 from esbench.analysis.drift import param_drift as param_drift  # re-exported
 from esbench.analysis.drift import update_sparsity as update_sparsity  # re-exported
-from esbench.analysis.stats import IncompleteResultsError, mean_ci
+from esbench.analysis.metrics.intervals import mean_ci
+from esbench.analysis.stats import IncompleteResultsError
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
 from esbench.policies.distribution import (  # re-exported: the KL formulas

@@ -49,8 +49,8 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis.drift import SnapshotDrift
+from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.probes import Probes, load_probes, probes_of, write_probes
-from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
 from esbench.policies.distribution import CATEGORICAL, GAUSSIAN, ActionDist, kl_divergence

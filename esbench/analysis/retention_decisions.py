@@ -19,6 +19,8 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.conditions import base_algo, condition_label
+from esbench.analysis.metrics.intervals import mean_ci
+from esbench.analysis.metrics.planning import PLANNING_POWER
 from esbench.analysis.retention_matched import (
     MIN_MATCHED_GAIN,
     UNDECIDED,
@@ -30,7 +32,6 @@ from esbench.analysis.retention_matched import (
     transient_table,
 )
 from esbench.analysis.retention_report import RetentionData
-from esbench.analysis.stats import PLANNING_POWER, mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of
 

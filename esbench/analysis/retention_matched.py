@@ -64,8 +64,9 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, base_algo
+from esbench.analysis.metrics.intervals import mean_ci, welch_ci
+from esbench.analysis.metrics.planning import seeds_to_decide
 from esbench.analysis.retention import LAST_K, score_matrix
-from esbench.analysis.stats import mean_ci, seeds_to_decide, welch_ci
 
 #: The smallest matched gain the retention report compares at, on the normalized scale (5% of the
 #: way from the untrained policies to the best reference run): below it, retention is read at the

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis.curves import first_reach
-from esbench.analysis.stats import mean_ci, welch_ci
+from esbench.analysis.metrics.intervals import mean_ci, welch_ci
 from esbench.analysis.tables import fmt_num, write_table
 
 #: How a report names the interval of the efficiency per worker.
@@ -175,7 +175,7 @@ def efficiency_interval(
     / ``ideal``; on timesteps per second (top / base) / ``ideal`` when a time is not measured (a run
     that never reached the threshold). Ratios are skewed, so the interval is taken on their logs
     and exponentiated: at n seeds it covers as a t interval does (95% on normal logs; measured for
-    skewed ones by :func:`esbench.analysis.stats.simulated_coverage`).
+    skewed ones by :func:`esbench.analysis.metrics.coverage.simulated_coverage`).
 
     Args:
         base_runs, top_runs: Complete runs (run table rows: run_id, seed, steps_per_s) at the fewer

@@ -31,7 +31,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from esbench.analysis.load import config_value, is_es, read_config
-from esbench.analysis.stats import mean_ci, welch_ci
+from esbench.analysis.metrics.intervals import mean_ci, welch_ci
 from esbench.analysis.table1 import REFERENCE_DIR
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.eval_protocol import eval_protocol
@@ -173,8 +173,8 @@ def run_eval_labels(runs: pd.DataFrame) -> pd.Series:
 
 def game_outcome(es: ArrayLike, rl: ArrayLike) -> str:
     """One game's outcome for ES from our runs, decided by the 95% Welch interval of ES minus the
-    baseline over seeds (:func:`~esbench.analysis.stats.welch_ci`): ``"win"`` when it lies above 0,
-    ``"loss"`` below 0, ``"tie"`` when both sides score the same at every seed (one seed
+    baseline over seeds (:func:`~esbench.analysis.metrics.intervals.welch_ci`): ``"win"`` when it
+    lies above 0, ``"loss"`` below 0, ``"tie"`` when both sides score the same at every seed (one seed
     included), ``"undecided"`` when it contains 0 or a side has fewer than 2 seeds; ``""`` when a
     side has no run.
 

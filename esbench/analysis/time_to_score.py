@@ -10,7 +10,7 @@ and is listed as "did not improve" instead.
 Each run (seed) then gets the first evaluation point at or above the target, on timesteps and on
 its own wall-clock (+inf where it never got there). The statistic is the **median over seeds** of
 those times, with the median's distribution-free order-statistic interval
-(:func:`esbench.analysis.stats.median_interval`): 95% where the seeds allow it, and otherwise the
+(:func:`esbench.analysis.metrics.intervals.median_interval`): 95% where the seeds allow it, and otherwise the
 widest, whose exact coverage (75% at 3 seeds) is in the table's ``ci_coverage`` column and its
 notes. A median or interval end that is +inf (the median seed never got there) is shown censored,
 ``"> x"``, with x the longest run's budget. A run that stopped at its target score (``budget.stop_at_return``)
@@ -29,13 +29,8 @@ import pandas as pd
 
 from esbench.analysis.curves import first_reach, mean_curve
 from esbench.analysis.figures import algo_label
-from esbench.analysis.stats import (
-    MEDIAN_CI_METHOD,
-    REACH_COLUMN,
-    median_interval,
-    median_interval_coverage,
-    reach_scores,
-)
+from esbench.analysis.metrics.intervals import median_interval, median_interval_coverage
+from esbench.analysis.stats import MEDIAN_CI_METHOD, REACH_COLUMN, reach_scores
 from esbench.analysis.tables import fmt_num, write_table
 
 TIME_TO_SCORE_COLUMNS: tuple[str, ...] = (
@@ -75,7 +70,7 @@ def _median_with_interval(values: np.ndarray, budget: float) -> tuple[float, flo
     """(median, low, high, censored) of per-seed times (+inf: never reached).
 
     The median is replaced by ``budget`` and ``censored`` set when it is +inf (read "more than
-    budget"); low/high are :func:`~esbench.analysis.stats.median_interval`'s (+inf ends kept), NaN
+    budget"); low/high are :func:`~esbench.analysis.metrics.intervals.median_interval`'s (+inf ends kept), NaN
     with fewer than 2 seeds.
     """
     if not values.size:

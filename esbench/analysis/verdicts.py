@@ -61,7 +61,9 @@ import pandas as pd
 from scipy import stats
 
 from esbench.analysis.curves import first_reach
-from esbench.analysis.stats import N_RESAMPLES, PLANNING_POWER, REACH_COLUMN, interpolate_runs, reach_scores
+from esbench.analysis.metrics.intervals import N_RESAMPLES
+from esbench.analysis.metrics.planning import PLANNING_POWER
+from esbench.analysis.stats import REACH_COLUMN, interpolate_runs, reach_scores
 from esbench.analysis.tables import fmt_num
 
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"

@@ -1,0 +1,214 @@
+"""Times to a score as right-censored data: the Kaplan-Meier median with its interval, the share of
+runs that reach the score, and the restricted mean time.
+
+A run that never reaches a score within its budget is not missing and not a reason to change
+estimator: it is a right-censored observation at its budget ("more than this"). Every function here
+takes the same two arrays, one entry per run (seed):
+
+* ``times``: the run's first confirmed time at the score, or its budget where it never got there;
+* ``reached``: True where the run reached the score (an event), False where it is censored.
+
+The survival curve S(t), the share of runs still short of the score at time t, is the Kaplan-Meier
+estimate (``scipy.stats.ecdf`` on ``scipy.stats.CensoredData.right_censored``). Each measure is
+the same estimator whether or not any run was censored, and its interval was chosen by simulated
+coverage (:mod:`esbench.analysis.metrics.coverage`; the measured table is in docs/statistics.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from esbench.analysis.metrics.intervals import median_rank
+
+#: Tolerance on a survival probability when reading where S(t) first reaches a level (KM steps are
+#: sums of floating-point products: 1 - 3/5 is not exactly 0.4).
+_LEVEL_TOL = 1e-12
+
+
+def _check(times: np.ndarray, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``times`` and ``reached`` as 1-D float and bool arrays of one length, or a clear error."""
+    t = np.asarray(times, dtype=float)
+    r = np.asarray(reached)
+    if t.ndim != 1 or r.shape != t.shape:
+        raise ValueError(
+            f"times and reached must be 1-D arrays of one entry per run and the same length; got shapes "
+            f"{t.shape} and {r.shape}"
+        )
+    if t.size == 0:
+        raise ValueError("times is empty: a time to a score needs at least one run")
+    if not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ValueError(
+            "times must be finite and >= 0 (a run that never reached the score gives its budget, with "
+            f"reached False); got {t.tolist()}"
+        )
+    if r.dtype != bool and not np.all((r == 0) | (r == 1)):
+        raise ValueError(f"reached must be True/False per run; got {r.tolist()}")
+    return t, r.astype(bool)
+
+
+def survival_curve(times: np.ndarray, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Kaplan-Meier estimate of S(t), the share of runs that have not yet reached the score.
+
+    Args:
+        times: Shape (n_runs,): first confirmed time, or the budget where not reached.
+        reached: Shape (n_runs,): True where the run reached the score.
+
+    Returns:
+        ``(t, s)``, each of shape (n_distinct_times,): S is ``s[i]`` from ``t[i]`` up to the next
+        time, and 1 before ``t[0]``. Censored times appear with S unchanged.
+    """
+    t, r = _check(times, reached)
+    sf = stats.ecdf(stats.CensoredData.right_censored(t, ~r)).sf
+    return np.asarray(sf.quantiles, dtype=float), np.asarray(sf.probabilities, dtype=float)
+
+
+def _first_time_at_or_below(t: np.ndarray, s: np.ndarray, level: float) -> float:
+    """The first time at which the step function S (``t``, ``s``) is at or below ``level``; inf if never."""
+    hit = np.flatnonzero(s <= level + _LEVEL_TOL)
+    return float(t[hit[0]]) if hit.size else float("inf")
+
+
+def time_to_score(
+    times: np.ndarray, reached: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """The Kaplan-Meier median time to a score, with a distribution-free interval.
+
+    The median is the first time at which the Kaplan-Meier S(t) is at or below 1/2: the time by
+    which half the runs reach the score. It is ``inf`` when fewer than half the runs are known to
+    have reached it (the data leave it unbounded above).
+
+    The interval is the Kaplan-Meier version of the order-statistic interval of a median:
+    ``[first t with S(t) <= 1 - k/n, first t with S(t) <= (k - 1)/n]``, with k the largest rank whose
+    exact coverage, ``1 - 2 P(Binomial(n, 1/2) < k)``, is at least ``confidence``, or 1 (the widest:
+    first to last run) where no rank reaches it. Without censoring it is exactly
+    ``[x_(k), x_(n+1-k)]``; a run censored at a common budget only turns an end it would have set
+    into ``inf``, so the coverage stays at least the exact one for any distribution of times (93.75%
+    at 5 runs, 97.9% at 10; each end misses at most 3.2% and 1.1%). With 3 runs no interval of a
+    median covers more than 75% (each end misses 12.5%). The interval inverting the Kaplan-Meier
+    pointwise band (Brookmeyer-Crowley) was measured beside it: with the log-log transform it misses
+    its upper end 5.5% of the time at 10 runs, with the linear one each end about 5%
+    (docs/statistics.md).
+
+    Args:
+        times: Shape (n_runs,): each run's first confirmed time at the score, or its budget where
+            ``reached`` is False.
+        reached: Shape (n_runs,): True where the run reached the score.
+        confidence: Nominal two-sided level.
+
+    Returns:
+        ``(median, low, high)``; ``median`` and ``high`` are ``inf`` where the data leave them
+        unbounded. With one run the interval is ``(0, inf)``: one run bounds nothing.
+
+    Raises:
+        ValueError: Arrays of different lengths, an empty array, a negative or non-finite time, or a
+            ``confidence`` outside (0, 1).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    t, s = survival_curve(times, reached)
+    n = int(np.asarray(times).size)
+    median = _first_time_at_or_below(t, s, 0.5)
+    if n < 2:
+        return median, 0.0, float("inf")
+    k, _ = median_rank(n, confidence)
+    low = _first_time_at_or_below(t, s, 1.0 - k / n)
+    high = _first_time_at_or_below(t, s, (k - 1) / n)
+    return median, low, high
+
+
+def share_reached(reached: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The share of runs that reached the score, with its exact (Clopper-Pearson) interval.
+
+    Exact: it covers the true share at least ``confidence`` of the time for every share and run
+    count (``scipy.stats.binomtest(...).proportion_ci(method="exact")``). With 0 of 3 runs the
+    upper end is 0.71; with 3 of 3 the lower end is 0.29.
+
+    Args:
+        reached: Shape (n_runs,): True where the run reached the score within the limit.
+        confidence: Nominal two-sided level.
+
+    Returns:
+        ``(share, low, high)``.
+
+    Raises:
+        ValueError: No run, an entry that is not True/False, or a ``confidence`` outside (0, 1).
+    """
+    r = np.asarray(reached)
+    if r.ndim != 1 or r.size == 0:
+        raise ValueError(f"reached must be a non-empty 1-D array of True/False per run; got shape {r.shape}")
+    if r.dtype != bool and not np.all((r == 0) | (r == 1)):
+        raise ValueError(f"reached must be True/False per run; got {r.tolist()}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    k, n = int(np.sum(r.astype(bool))), int(r.size)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    return k / n, float(ci.low), float(ci.high)
+
+
+def restricted_mean_time(
+    times: np.ndarray, reached: np.ndarray, limit: float, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """The restricted mean time to the score up to ``limit``: the area under the Kaplan-Meier S(t)
+    from 0 to ``limit``, with a Student-t interval on the logit of ``rmst / limit``.
+
+    The mean time a run takes to the score when a run that gets there after ``limit`` (or never)
+    counts as ``limit``: a mean that exists with censoring, where a plain mean of the times does
+    not. Its variance is the usual one (Klein and Moeschberger, sec. 4.5), sum over event times
+    t_j <= limit of ``A_j^2 d_j / (n_j (n_j - d_j))``, ``A_j`` the area under S from t_j to
+    ``limit``, scaled by n / (n - 1) (then, with no run censored, it is the usual variance of the
+    mean of ``min(T, limit)``). The interval is Student's t at n - 1 degrees of freedom on the logit
+    of ``rmst / limit`` (delta method), so it stays inside (0, limit): measured, it covers 92-96% at
+    5 and 10 runs with 0-40% censored, where the plain t interval misses its upper end 10-12% of the
+    time on skewed times and its lower end 7-9% with 40% censored (docs/statistics.md).
+
+    Args:
+        times: Shape (n_runs,): first confirmed time, or the budget where not reached.
+        reached: Shape (n_runs,): True where the run reached the score.
+        limit: The time horizon (> 0); at most the longest follow-up when that run is censored
+            (S is unknown past it).
+        confidence: Nominal two-sided level.
+
+    Returns:
+        ``(rmst, low, high)``; low/high NaN with one run, and the point itself where every run's
+        time is the same or every run is past ``limit``.
+
+    Raises:
+        ValueError: Bad arrays (see :func:`time_to_score`), a ``limit`` that is not positive and
+            finite, or one past the last censored run's budget.
+    """
+    t, r = _check(times, reached)
+    if not (np.isfinite(limit) and limit > 0):
+        raise ValueError(f"limit={limit} must be a positive, finite time")
+    last = int(np.argmax(t))
+    if limit > t[last] and not r[t == t[last]].any():
+        raise ValueError(
+            f"limit={limit} is past the longest follow-up ({t[last]:g}, a run censored there): the "
+            "survival curve is unknown beyond it; choose a limit at most the longest budget"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    events = np.unique(t[r & (t <= limit)])
+    at_risk = np.array([np.sum(t >= e) for e in events], dtype=float)
+    deaths = np.array([np.sum((t == e) & r) for e in events], dtype=float)
+    surv = np.cumprod(1.0 - deaths / at_risk) if events.size else np.empty(0)
+    edges = np.concatenate([[0.0], events, [limit]])
+    heights = np.concatenate([[1.0], surv])
+    pieces = heights * np.diff(edges)  # area of each step, from 0 (S = 1) to limit
+    rmst = float(pieces.sum())
+    n = t.size
+    if n < 2:
+        return rmst, float("nan"), float("nan")
+    tail_area = np.cumsum(pieces[::-1])[::-1][1:]  # A_j: area from events[j] to limit
+    denom = at_risk * (at_risk - deaths)
+    terms = np.divide(tail_area**2 * deaths, denom, out=np.zeros_like(denom), where=denom > 0)
+    se = float(np.sqrt(terms.sum() * n / (n - 1)))
+    share = rmst / limit
+    if se == 0.0 or not 0.0 < share < 1.0:
+        return rmst, rmst, rmst
+    # On the logit of rmst / limit (delta method): the interval stays inside (0, limit) and leans
+    # the way the data do, towards 0 when runs are quick and towards the limit when many are censored.
+    centre = np.log(share / (1.0 - share))
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * se / (limit * share * (1.0 - share))
+    low, high = limit / (1.0 + np.exp(-(centre - half))), limit / (1.0 + np.exp(-(centre + half)))
+    return rmst, float(low), float(high)
