@@ -29,12 +29,14 @@ how often each of esbench's interval methods does, on simulated data with a know
   distribution (75% at 3 seeds), and the report prints the exact number.
 
 Run ``python -m esbench.analysis.coverage`` to print the table (a few seconds; seeded, so the
-same numbers every time).
+same numbers every time), and ``python -m esbench.analysis.coverage times`` for the intervals of a
+time to a score with censored runs (:mod:`esbench.analysis.metrics.censored`; about two minutes).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 import pandas as pd
@@ -43,7 +45,12 @@ from scipy import stats
 
 from esbench.analysis.metrics.aggregate import iqm
 from esbench.analysis.metrics.bootstrap import interval_estimate
-from esbench.analysis.metrics.coverage import COVERAGE_METHODS, simulated_coverage
+from esbench.analysis.metrics.coverage import (
+    COVERAGE_METHODS,
+    restricted_mean_coverage,
+    simulated_coverage,
+    time_to_score_coverage,
+)
 from esbench.analysis.metrics.intervals import median_interval, welch_ci
 from esbench.analysis.scaling import efficiency_interval
 from esbench.analysis.verdicts import (
@@ -351,9 +358,86 @@ def coverage_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    """Print the coverage table (``python -m esbench.analysis.coverage``)."""
-    print(coverage_markdown(coverage_table()), end="")
+#: Shares of runs censored, and spreads of log times, of the time-to-a-score simulation.
+CENSORED_SHARES, TIME_SPREADS = (0.0, 0.2, 0.4), (0.3, 0.8)
+
+#: What the time-to-a-score table calls each interval it measures.
+TIME_METHODS: dict[str, str] = {
+    "order": "Kaplan-Meier median, order-statistic interval (esbench)",
+    "log-log": "Kaplan-Meier median, Brookmeyer-Crowley log-log band inverted",
+    "linear": "Kaplan-Meier median, Brookmeyer-Crowley linear band inverted",
+    "rmst": "restricted mean time to the budget, logit Student t (esbench)",
+}
+
+
+def time_to_score_table(seeds: tuple[int, ...] = (3, 5, 10), n_datasets: int = 2000) -> pd.DataFrame:
+    """Measured coverage of the intervals of a time to a score, with runs censored at a common budget.
+
+    Each cell simulates ``n_datasets`` data sets with seed ``n`` (the seeds of
+    ``tests/test_metrics_censored.py``): lognormal times (median 1, log-sd 0.3 or 0.8), a budget
+    that 0%, 20% or 40% of runs run past, common to the runs (and, in the last rows, each run's own,
+    up to a factor exp(0.5) = 1.65 off it).
+
+    Returns:
+        One row per (method, spread, censored share): columns ``method``, ``spread``, ``censored``
+        and, per seed count, ``n=<n>`` (coverage), ``n=<n> low`` and ``n=<n> high`` (each end's miss).
+    """
+    rows = []
+    for method in TIME_METHODS:
+        for spread in TIME_SPREADS:
+            for censored in CENSORED_SHARES:
+                row: dict[str, object] = {
+                    "method": method,
+                    "spread": spread,
+                    "censored": censored,
+                    "budgets": "common",
+                }
+                for n in seeds:
+                    if method == "rmst":
+                        cov, low, high = restricted_mean_coverage(n, spread, censored, n_datasets, seed=n)
+                    else:
+                        cov, low, high = time_to_score_coverage(n, spread, censored, n_datasets, n, method)
+                    row.update({f"n={n}": cov, f"n={n} low": low, f"n={n} high": high})
+                rows.append(row)
+    for spread in TIME_SPREADS:  # runs of unequal length: each budget up to 1.65x off the common one
+        for censored in CENSORED_SHARES[1:]:
+            row = {"method": "order", "spread": spread, "censored": censored, "budgets": "varied"}
+            for n in seeds:
+                cov, low, high = time_to_score_coverage(n, spread, censored, n_datasets, n, budget_spread=0.5)
+                row.update({f"n={n}": cov, f"n={n} low": low, f"n={n} high": high})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def time_to_score_markdown(table: pd.DataFrame) -> str:
+    """:func:`time_to_score_table` as Markdown: coverage, then (low end's miss / high end's miss)."""
+    seeds = [c for c in table.columns if c.startswith("n=") and " " not in c]
+    head = ["Interval", "Log-sd of times", "Censored", "Budgets", *seeds]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        cells = [
+            TIME_METHODS[str(r["method"])],
+            f"{r['spread']}",
+            f"{100 * float(r['censored']):.0f}%",
+            str(r["budgets"]),
+        ]
+        cells += [
+            f"{100 * r[c]:.1f}% ({100 * r[f'{c} low']:.1f} / {100 * r[f'{c} high']:.1f})" for c in seeds
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the coverage table (``python -m esbench.analysis.coverage``), or that of the times to a
+    score (``python -m esbench.analysis.coverage times``)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["times"]:
+        print(time_to_score_markdown(time_to_score_table()), end="")
+    elif not args:
+        print(coverage_markdown(coverage_table()), end="")
+    else:
+        raise SystemExit(f"unknown arguments {args}; allowed: none (every interval) or 'times'")
 
 
 if __name__ == "__main__":

@@ -150,12 +150,21 @@ def censoring_budget(spread: float, censored: float) -> float:
 
 
 def _censored_times(
-    rng: np.random.Generator, n_datasets: int, n: int, spread: float, budget: float
+    rng: np.random.Generator,
+    n_datasets: int,
+    n: int,
+    spread: float,
+    budget: float,
+    budget_spread: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Shape (n_datasets, n) times (lognormal, median 1) censored at ``budget``, and reached flags."""
+    """Shape (n_datasets, n) times (lognormal, median 1) censored at ``budget`` (each run's own, a
+    factor ``exp(budget_spread * U(-1, 1))`` off it, where ``budget_spread`` > 0), and reached flags."""
     true = np.exp(spread * rng.standard_normal((n_datasets, n)))
-    reached = true <= budget
-    return np.where(reached, true, budget), reached
+    budgets = np.full(true.shape, budget)
+    if budget_spread > 0.0:
+        budgets = budget * np.exp(budget_spread * rng.uniform(-1.0, 1.0, true.shape))
+    reached = true <= budgets
+    return np.where(reached, true, budgets), reached
 
 
 def _misses(ends: np.ndarray, truth: float) -> tuple[float, float, float]:
@@ -173,12 +182,15 @@ def time_to_score_coverage(
     seed: int = 0,
     method: str = "order",
     confidence: float = 0.95,
+    budget_spread: float = 0.0,
 ) -> tuple[float, float, float]:
     """Coverage of an interval of the median time to a score, on censored lognormal times.
 
     Each data set is ``n`` runs whose times are lognormal (median 1, log-sd ``spread``: 0.3 mild,
     0.8 strong), censored at the common budget that a share ``censored`` of runs would run past
-    (:func:`censoring_budget`), as runs with one budget are.
+    (:func:`censoring_budget`), as runs with one budget are; with ``budget_spread`` > 0 each run's
+    budget is that one times ``exp(budget_spread * U(-1, 1))``, so some runs stop short of the
+    median (runs of unequal length).
 
     Args:
         n: Runs per data set.
@@ -188,6 +200,7 @@ def time_to_score_coverage(
         seed: Seed of the simulation.
         method: One of :data:`MEDIAN_METHODS`.
         confidence: Nominal two-sided level.
+        budget_spread: Log-spread of the runs' budgets around the common one (0: one budget).
 
     Returns:
         ``(coverage, low_miss, high_miss)``: the share of intervals containing the true median (1),
@@ -196,7 +209,8 @@ def time_to_score_coverage(
     if method not in MEDIAN_METHODS:
         raise ValueError(f"method={method!r} is unknown; allowed: {', '.join(MEDIAN_METHODS)}")
     rng = np.random.default_rng(seed)
-    times, reached = _censored_times(rng, n_datasets, n, spread, censoring_budget(spread, censored))
+    budget = censoring_budget(spread, censored)
+    times, reached = _censored_times(rng, n_datasets, n, spread, budget, budget_spread)
     interval: Callable[[np.ndarray, np.ndarray], tuple[float, float]]
     if method == "order":
         interval = lambda t, r: time_to_score(t, r, confidence)[1:]  # noqa: E731
