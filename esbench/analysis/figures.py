@@ -354,6 +354,26 @@ def plot_learning_curves(
     return savefig(fig, stem)
 
 
+def plot_performance_profiles(profiles: pd.DataFrame, stem: str | Path) -> list[Path]:
+    """Run-score distributions (rliable's performance profiles) with their bootstrap bands, one
+    line per algorithm, drawn from numbers computed elsewhere.
+
+    Args:
+        profiles: :func:`esbench.analysis.es_family.performance_profiles` (algo, tau, share, low, high).
+        stem: Output path without suffix.
+    """
+    fig, axes = new_figure(1, panel_size=(4.4, 3.0))
+    ax = axes[0]
+    with _style():
+        for algo, curve in profiles.groupby("algo", sort=True):
+            band = curve.rename(columns={"tau": "x", "share": "mean"})
+            _band(ax, band, algo_color(str(algo)), algo_label(str(algo)), drawstyle="default")
+        panel_text(ax, "Performance profiles", "Normalized score (tau)", "Share of runs above tau")
+        ax.set_ylim(-0.02, 1.02)
+        figure_legend(fig, axes, ncols=2)
+    return savefig(fig, stem)
+
+
 def plot_frameskip(scores: pd.DataFrame, spread: pd.DataFrame, stem: str | Path) -> list[Path]:
     """Final score against frame-skip (mean and 95% CI over seeds), and the spread per algorithm.
 

@@ -29,7 +29,14 @@ import pandas as pd
 from esbench.analysis import figures
 from esbench.analysis.coverage import STOP_SPREADS, iqm_coverage, ratio_coverage, stopping_time_coverage
 from esbench.analysis.env_versions import env_versions_line
-from esbench.analysis.es_family import family_table, write_family_table
+from esbench.analysis.es_family import (
+    aggregate_table,
+    family_table,
+    normalized_final_scores,
+    performance_profiles,
+    write_aggregate_table,
+    write_family_table,
+)
 from esbench.analysis.figures import algo_label
 from esbench.analysis.frameskip import (
     FRAMESKIP_CI_METHOD,
@@ -850,8 +857,43 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
         "variant's final score against OpenAI-ES.\n\n"
         + _table_md(write_family_table(table, root / "tables"), root)
     )
+    sec.body += _es_family_aggregates(results, root, rng.spawn(1)[0])
     sec.body += _section_time_to_score(results, root).body
     return sec
+
+
+def _es_family_aggregates(results: Results, root: Path, rng: np.random.Generator) -> list[str]:
+    """rliable's aggregates across tasks, from their own Generator (``rng``, spawned from the report's:
+    the other tables and figures draw exactly what they drew before)."""
+    scores, tasks = normalized_final_scores(results.complete, results.curves)
+    if len(tasks) < 2 or len(scores) < 2:
+        return []
+    table = aggregate_table(scores, rng)
+    profiles = performance_profiles(scores, rng)
+    caption = (
+        "Performance profiles: the share of runs (over seeds and tasks) whose normalized final score is "
+        "above tau, with stratified-bootstrap 95% bands (runs resampled within each task)"
+    )
+    n_seeds = int(table["n_seeds"].min())
+    coverage = _iqm_coverage(n_seeds, len(tasks)) if n_seeds >= 2 else float("nan")
+    return [
+        "## Across tasks\n\n"
+        f"rliable's aggregates of the final scores over {len(tasks)} tasks "
+        f"({', '.join(tasks)}), each task normalized to its lowest and highest return. Intervals: "
+        "stratified bootstrap, 95% nominal"
+        + (
+            f"; the IQM's measured coverage at {n_seeds} seeds x {len(tasks)} tasks: "
+            f"{100 * coverage:.0f}% on 200 simulated data sets.\n\n"
+            if np.isfinite(coverage)
+            else ".\n\n"
+        )
+        + _table_md(write_aggregate_table(table, root / "tables"), root),
+        _figure_md(
+            figures.plot_performance_profiles(profiles, root / "figures" / "performance_profiles"),
+            root,
+            caption,
+        ),
+    ]
 
 
 def _population_coverage_text(n_seeds: int) -> str:
