@@ -107,13 +107,12 @@ def time_to_score(
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence={confidence} must be in (0, 1)")
-    t, s = survival_curve(times, reached)
-    n = int(np.asarray(times).size)
-    median = _first_time_at_or_below(t, s, 0.5)
+    observed, got_there = _check(times, reached)
+    median = _first_time_at_or_below(*survival_curve(observed, got_there), 0.5)
+    n = observed.size
     if n < 2:
         return median, 0.0, float("inf")
     k, _ = median_rank(n, confidence)
-    observed, got_there = _check(times, reached)
     low = float(np.sort(observed)[k - 1])  # a censored run's time is above its budget
     high = float(np.sort(np.where(got_there, observed, np.inf))[n - k])
     return median, low, high
