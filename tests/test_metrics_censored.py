@@ -137,7 +137,7 @@ def test_true_restricted_mean_is_the_area_under_the_survival_curve() -> None:
 
 @pytest.mark.parametrize("n", [5, 10])
 @pytest.mark.parametrize("spread", [0.3, 0.8])
-@pytest.mark.parametrize("censored", [0.0, 0.2, 0.4])
+@pytest.mark.parametrize("censored", [0.0, 0.4])  # 20%: the table and the slow test
 def test_time_to_score_interval_keeps_its_coverage(n: int, spread: float, censored: float) -> None:
     """2,000 simulated data sets per case: two-sided coverage at least 93%, each end missing at most
     3.5%, and agreement with the exact coverage of the order statistics (within 3 standard errors)."""
