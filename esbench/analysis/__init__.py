@@ -4,8 +4,11 @@ Two stages (rl-baselines3-zoo / rliable style): :mod:`~esbench.analysis.load` ag
 directory into tidy tables; everything else draws from those.
 
 - :mod:`~esbench.analysis.load`: run table and curve table (one row per run and evaluation point).
-- :mod:`~esbench.analysis.stats`: mean and Student-t CI across seeds, IQM across tasks, common
-  grids, loud seed-count checks (``allow_partial`` to mark instead of fail).
+- :mod:`~esbench.analysis.metrics`: numbers in, numbers out: Student-t and Welch intervals over
+  seeds, censored times to a score, rliable's aggregates across tasks with a stratified bootstrap,
+  and the simulations that measure their coverage.
+- :mod:`~esbench.analysis.stats`: common grids, curves on one grid, loud seed-count checks
+  (``allow_partial`` to mark instead of fail).
 - :mod:`~esbench.analysis.verdicts`: times to a target, ratios and the three verdict labels;
   :mod:`~esbench.analysis.coverage`: the measured coverage of every interval.
 - :mod:`~esbench.analysis.curves`: mean/IQM curves, time to a target.
