@@ -309,7 +309,7 @@ def test_an_algorithm_that_never_beats_its_first_evaluation_is_flat() -> None:
 def test_curves_report_states_the_coverage_of_its_iqm_band_and_median_intervals(tmp_path) -> None:
     """Two tasks, two algorithms, 3 seeds: the IQM band's caption gives its coverage simulated at
     3 seeds x 2 tasks, and the time-to-score table its medians' exact coverage (75%), not 95%."""
-    from esbench.analysis.coverage import iqm_coverage
+    from esbench.analysis.metrics.coverage import iqm_coverage
 
     for env_id in ("Hopper-v5", "Swimmer-v5"):
         for seed in range(3):

@@ -66,7 +66,7 @@ def test_coverage_sentence_states_method_seeds_and_coverage() -> None:
 
 
 def test_iqm_stratified_bootstrap_coverage_is_measured() -> None:
-    from esbench.analysis.coverage import iqm_coverage
+    from esbench.analysis.metrics.coverage import iqm_coverage
 
     assert 0.85 <= iqm_coverage(5, n_datasets=200, n_resamples=300) <= 0.99
 
@@ -166,7 +166,7 @@ def test_missing_runs_raise(tmp_path) -> None:
 def test_welch_ci_matches_scipy_and_covers_95_percent() -> None:
     from scipy import stats as sps
 
-    from esbench.analysis.coverage import difference_coverage
+    from esbench.analysis.metrics.coverage import difference_coverage
     from esbench.analysis.metrics.intervals import welch_ci
 
     a, b = np.array([1.0, 2.0, 3.0]), np.array([0.0, 3.0, 6.0])  # df = (10/3)^2 / (1/18 + 9/2) = 2.44

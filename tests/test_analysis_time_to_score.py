@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from esbench.analysis.coverage import median_coverage
 from esbench.analysis.figures import algo_label
 from esbench.analysis.load import load_results, stopped_runs
+from esbench.analysis.metrics.coverage import median_coverage
 from esbench.analysis.metrics.intervals import median_interval, median_interval_coverage
 from esbench.analysis.time_to_score import display_time_to_score, time_to_common_score, write_time_to_score
 from tests.synthetic_store import write_run

@@ -41,17 +41,16 @@ import sys
 import numpy as np
 import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
-from scipy import stats
 
-from esbench.analysis.metrics.aggregate import iqm
-from esbench.analysis.metrics.bootstrap import interval_estimate
 from esbench.analysis.metrics.coverage import (
     COVERAGE_METHODS,
+    difference_coverage,
+    iqm_coverage,
+    median_coverage,
     restricted_mean_coverage,
     simulated_coverage,
     time_to_score_coverage,
 )
-from esbench.analysis.metrics.intervals import median_interval, welch_ci
 from esbench.analysis.scaling import efficiency_interval
 from esbench.analysis.verdicts import (
     SIDE_CONFIDENCE,
@@ -171,19 +170,6 @@ def stopping_time_coverage(n: int, spread: float = 0.3, n_datasets: int = 2000, 
     return float(np.mean((ends[:, 0] <= truth) & (truth <= ends[:, 1])))
 
 
-def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
-    """Coverage of Welch's interval of mean(a) - mean(b), n seeds a side, on normal samples whose
-    spreads differ threefold (sd 1 and 3; true difference 0)."""
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((n_datasets, n))
-    b = 3.0 * rng.standard_normal((n_datasets, n))
-    hits = 0
-    for x, y in zip(a, b, strict=True):
-        _, low, high = welch_ci(x, y)
-        hits += bool(low <= 0.0 <= high)
-    return hits / n_datasets
-
-
 def efficiency_coverage(n: int, skewed: bool = False, n_datasets: int = 2000, seed: int = 0) -> float:
     """Coverage of :func:`~esbench.analysis.scaling.efficiency_interval` (on throughput) at n seeds.
 
@@ -243,40 +229,6 @@ def win_share_coverage(
         )
         ws = win_share_interval(runs, "openai_es")
         hits += bool(ws.low <= truth <= ws.high)
-    return hits / n_datasets
-
-
-def median_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
-    """Coverage of the median's order-statistic interval over n seeds (lognormal times, sigma 1:
-    true median 1), as :mod:`esbench.analysis.time_to_score` prints it: a check, by simulation, of
-    the exact coverage :func:`~esbench.analysis.metrics.intervals.median_interval` states."""
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for times in np.exp(rng.standard_normal((n_datasets, n))):
-        low, high, _ = median_interval(times)
-        hits += bool(low <= 1.0 <= high)
-    return hits / n_datasets
-
-
-def iqm_coverage(
-    n_seeds: int, n_tasks: int = 5, n_datasets: int = 200, n_resamples: int = 500, seed: int = 0
-) -> float:
-    """Coverage of the stratified-bootstrap IQM interval across tasks
-    (:func:`~esbench.analysis.metrics.bootstrap.interval_estimate` of
-    :func:`~esbench.analysis.metrics.aggregate.iqm`).
-
-    Each task's scores are normal with unit spread and task means spread over [0, 2]; the truth
-    is the IQM of the pooled population (of a million draws per task).
-    """
-    rng = np.random.default_rng(seed)
-    centres = np.linspace(0.0, 2.0, n_tasks)
-    pop = (centres[None, :] + rng.standard_normal((1_000_000, n_tasks))).ravel()
-    truth = float(stats.trim_mean(pop, 0.25))
-    hits = 0
-    for _ in range(n_datasets):
-        scores = centres[None, :] + rng.standard_normal((n_seeds, n_tasks))
-        _, low, high = interval_estimate(iqm, scores, rng=rng, reps=n_resamples)
-        hits += bool(low <= truth <= high)
     return hits / n_datasets
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
-from esbench.analysis.coverage import STOP_SPREADS, iqm_coverage, ratio_coverage, stopping_time_coverage
+from esbench.analysis.coverage import STOP_SPREADS, ratio_coverage, stopping_time_coverage
 from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import (
     aggregate_table,
@@ -50,7 +50,7 @@ from esbench.analysis.frameskip import (
 )
 from esbench.analysis.lm_retention import is_lm, lm_section
 from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
-from esbench.analysis.metrics.coverage import simulated_coverage
+from esbench.analysis.metrics.coverage import iqm_coverage, simulated_coverage
 from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.population import claim_rows as population_claim_rows
 from esbench.analysis.population import claim_table as population_claims
@@ -279,13 +279,14 @@ _IQM_SPAN: dict[str, str] = {
 
 @functools.lru_cache(maxsize=8)
 def _iqm_coverage(n_seeds: int, n_tasks: int) -> float:
-    """:func:`~esbench.analysis.coverage.iqm_coverage`, once per report build (two figures ask)."""
+    """:func:`~esbench.analysis.metrics.coverage.iqm_coverage`, once per report build (two figures ask)."""
     return iqm_coverage(n_seeds, n_tasks)
 
 
 def _iqm_coverage_text(runs: pd.DataFrame, n_tasks: int) -> str:
     """The IQM band's nominal level and its coverage simulated at the report's fewest seeds per
-    condition and its number of tasks (:func:`esbench.analysis.coverage.iqm_coverage`, 200 data sets)."""
+    condition and its number of tasks (:func:`esbench.analysis.metrics.coverage.iqm_coverage`, 200
+    data sets)."""
     counts = _seed_counts(runs, ["algo", "env_id"])
     n_seeds = int(counts.min()) if len(counts) else 0
     if n_seeds < 2:

@@ -16,8 +16,10 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from esbench.analysis.metrics.aggregate import iqm
+from esbench.analysis.metrics.bootstrap import interval_estimate
 from esbench.analysis.metrics.censored import restricted_mean_time, survival_curve, time_to_score
-from esbench.analysis.metrics.intervals import t_interval
+from esbench.analysis.metrics.intervals import median_interval, t_interval, welch_ci
 
 #: Distributions :func:`simulated_coverage` draws from: name -> true mean. ``lognormal`` (sigma 1)
 #: is the skewed case a report quotes beside the normal one.
@@ -248,3 +250,50 @@ def restricted_mean_coverage(
     truth = true_restricted_mean(spread, limit)
     ends = [restricted_mean_time(t, r, limit, confidence)[1:] for t, r in zip(times, reached, strict=True)]
     return _misses(np.array(ends), truth)
+
+
+def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
+    """Coverage of Welch's interval of mean(a) - mean(b), n seeds a side, on normal samples whose
+    spreads differ threefold (sd 1 and 3; true difference 0)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n_datasets, n))
+    b = 3.0 * rng.standard_normal((n_datasets, n))
+    hits = 0
+    for x, y in zip(a, b, strict=True):
+        _, low, high = welch_ci(x, y)
+        hits += bool(low <= 0.0 <= high)
+    return hits / n_datasets
+
+
+def median_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
+    """Coverage of the median's order-statistic interval over n seeds (lognormal times, sigma 1:
+    true median 1), as :mod:`esbench.analysis.time_to_score` prints it: a check, by simulation, of
+    the exact coverage :func:`~esbench.analysis.metrics.intervals.median_interval` states."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for times in np.exp(rng.standard_normal((n_datasets, n))):
+        low, high, _ = median_interval(times)
+        hits += bool(low <= 1.0 <= high)
+    return hits / n_datasets
+
+
+def iqm_coverage(
+    n_seeds: int, n_tasks: int = 5, n_datasets: int = 200, n_resamples: int = 500, seed: int = 0
+) -> float:
+    """Coverage of the stratified-bootstrap IQM interval across tasks
+    (:func:`~esbench.analysis.metrics.bootstrap.interval_estimate` of
+    :func:`~esbench.analysis.metrics.aggregate.iqm`).
+
+    Each task's scores are normal with unit spread and task means spread over [0, 2]; the truth
+    is the IQM of the pooled population (of a million draws per task).
+    """
+    rng = np.random.default_rng(seed)
+    centres = np.linspace(0.0, 2.0, n_tasks)
+    pop = (centres[None, :] + rng.standard_normal((1_000_000, n_tasks))).ravel()
+    truth = float(stats.trim_mean(pop, 0.25))
+    hits = 0
+    for _ in range(n_datasets):
+        scores = centres[None, :] + rng.standard_normal((n_seeds, n_tasks))
+        _, low, high = interval_estimate(iqm, scores, rng=rng, reps=n_resamples)
+        hits += bool(low <= truth <= high)
+    return hits / n_datasets

@@ -169,7 +169,7 @@ def welch_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> tuple[fl
     """mean(a) - mean(b) and Welch's t interval (two independent samples, unequal variances).
 
     The two-sample analogue of :func:`t_interval`, with Welch-Satterthwaite degrees of freedom;
-    its coverage is measured by :func:`esbench.analysis.coverage.difference_coverage`.
+    its coverage is measured by :func:`esbench.analysis.metrics.coverage.difference_coverage`.
 
     Args:
         a, b: The two samples (e.g. one algorithm's final returns over seeds, and another's).
