@@ -57,7 +57,7 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
-from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
+from esbench.analysis.drift import pool_blocks
 from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.retention_decisions import (
     CLAIM_SOURCE,
@@ -77,6 +77,7 @@ from esbench.analysis.retention_report import read_snapshot_drift
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import family_of
 from esbench.tracking.schema import METRICS_FILE, SUMMARY_FILE
+from esbench.tracking.snapshot_drift import WHOLE_VECTOR
 
 #: Columns of :func:`lm_points`.
 POINT_COLUMNS: tuple[str, ...] = (
