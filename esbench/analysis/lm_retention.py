@@ -68,7 +68,10 @@ from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
 from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
 from esbench.analysis.load import config_value, read_config
 from esbench.analysis.retention_decisions import (
+    DROP_READING_TEXT,
     DROP_WINDOWS_TEXT,
+    claim_cells,
+    matched_cells,
     no_learning_reading,
     seeds_reading,
     transient_cells,
@@ -456,21 +459,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
     points.to_csv(root / "tables" / "lm_points.csv", index=False)
     paths = lm_gain_paths(points)
     table = matched_gain_table(paths, rng)
-    display = pd.DataFrame(
-        {
-            "Condition": [condition_label(a) for a in table["algo"]],
-            "Seeds": table["n_seeds"].astype(str),
-            "Max solve-rate gain": [fmt_num(v, 3) for v in table["max_gain"]],
-            "Minimum effect": [fmt_num(2.0 * v, 3) for v in table["se"]],
-            "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
-            "Task-A retention at matched gain": [
-                interval_cell(m, lo, hi)
-                for m, lo, hi in zip(
-                    table["retention_at_matched_gain"], table["low"], table["high"], strict=True
-                )
-            ],
-        }
-    )
+    display = pd.DataFrame(matched_cells(table, "Max solve-rate gain", "Task-A retention at matched gain"))
     written = write_table(
         table,
         display,
@@ -487,22 +476,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
     body.append("### Retention at matched task-B gain\n\n" + table_block(written, root))
     claims = matched_gain_claims(paths, family_of, per_pair=True)
     if len(claims):
-        display = pd.DataFrame(
-            {
-                "Claim": [RETENTION_CLAIMS[c].text for c in claims["claim"]],
-                "A": [condition_label(a) for a in claims["a"]],
-                "B": [condition_label(b) for b in claims["b"]],
-                "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
-                "Minimum effect": [fmt_num(v, 3) for v in claims["min_effect"]],
-                "Retention A - B": [
-                    "" if v == NOT_TESTABLE else interval_cell(d, lo, hi)
-                    for d, lo, hi, v in zip(
-                        claims["difference"], claims["low"], claims["high"], claims["verdict"], strict=True
-                    )
-                ],
-                "Verdict": claims["verdict"],
-            }
-        )
+        display = pd.DataFrame(claim_cells(claims, "Retention A - B"))
         written = write_table(
             claims,
             display,
@@ -535,14 +509,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             root / "tables" / "lm_transient",
             caption="Task A's drop during task B: transient or permanent",
             label="tab:lm_transient",
-            notes="Task-A retention during task B: "
-            + DROP_WINDOWS_TEXT
-            + ". Mean over seeds, 95% t intervals. Reading: transient when the early drop's and the "
-            "recovery's intervals lie above 0 and the late drop's holds 0; partly transient when the late "
-            "drop's and the recovery's lie above 0; permanent when the late drop's lies above 0 and the "
-            "recovery's does not; no drop when neither drop's lies above 0; unclear otherwise. The drop "
-            "recovers: supported when the recovery's interval lies above 0, contradicted below; not "
-            "testable (no learning) where the learner did not learn task B.",
+            notes="Task-A retention during task B: " + DROP_WINDOWS_TEXT + ". " + DROP_READING_TEXT,
         )
         body.append("### Transient or permanent\n\n" + table_block(written, root))
     decisions = lm_decisions(claims, transient)

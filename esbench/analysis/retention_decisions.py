@@ -55,6 +55,56 @@ def transient_cells(transient: pd.DataFrame) -> dict[str, list[str]]:
     }
 
 
+#: How a drop table's readings and verdicts read in notes.
+DROP_READING_TEXT = (
+    "Mean over seeds, 95% t intervals. Reading: transient when the early drop's and the recovery's "
+    "intervals lie above 0 and the late drop's holds 0; partly transient when the late drop's and the "
+    "recovery's lie above 0; permanent when the late drop's lies above 0 and the recovery's does not; "
+    "no drop when neither drop's interval lies above 0; unclear otherwise. The drop recovers: supported "
+    "when the recovery's interval lies above 0, contradicted below; not testable (no learning) where "
+    "the condition did not learn the later stage."
+)
+
+
+def matched_cells(table: pd.DataFrame, gain: str, retention: str) -> dict[str, list[str]]:
+    """The display columns of a matched-gain table
+    (:func:`~esbench.analysis.retention_matched.matched_gain_table`): the condition, its seeds, its
+    largest gain (headed ``gain``), its minimum effect, the matched gain and the retention there
+    (headed ``retention``)."""
+    return {
+        "Condition": [condition_label(a) for a in table["algo"]],
+        "Seeds": list(table["n_seeds"].astype(str)),
+        gain: [fmt_num(v, 3) for v in table["max_gain"]],
+        "Minimum effect": [fmt_num(2.0 * v, 3) for v in table["se"]],
+        "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
+        retention: [
+            interval_cell(m, lo, hi)
+            for m, lo, hi in zip(table["retention_at_matched_gain"], table["low"], table["high"], strict=True)
+        ],
+    }
+
+
+def claim_cells(claims: pd.DataFrame, difference: str) -> dict[str, list[str]]:
+    """The display columns of a matched-gain claims table
+    (:func:`~esbench.analysis.retention_matched.matched_gain_claims`): the claim, the two conditions,
+    the matched gain and its minimum effect, the difference (headed ``difference``; empty where not
+    testable) and the verdict."""
+    return {
+        "Claim": [RETENTION_CLAIMS[c].text for c in claims["claim"]],
+        "A": [condition_label(a) for a in claims["a"]],
+        "B": [condition_label(b) for b in claims["b"]],
+        "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
+        "Minimum effect": [fmt_num(v, 3) for v in claims["min_effect"]],
+        difference: [
+            "" if v == NOT_TESTABLE else interval_cell(d, lo, hi)
+            for d, lo, hi, v in zip(
+                claims["difference"], claims["low"], claims["high"], claims["verdict"], strict=True
+            )
+        ],
+        "Verdict": list(claims["verdict"]),
+    }
+
+
 def seeds_reading(seeds: float) -> str:
     """An undecided claim's planning number in words (:func:`~esbench.analysis.stats.seeds_to_decide`)."""
     return (
@@ -146,17 +196,7 @@ def matched_gain_section(
         {
             "Sequence": table["sequence"],
             "Stage": [f"{j}: {s}" for j, s in zip(table["stage_index"], table["stage"], strict=True)],
-            "Condition": [condition_label(a) for a in table["algo"]],
-            "Seeds": table["n_seeds"].astype(str),
-            "Max gain": [fmt_num(v, 3) for v in table["max_gain"]],
-            "Minimum effect": [fmt_num(2.0 * v, 3) for v in table["se"]],
-            "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
-            "Change on earlier stages at matched gain": [
-                interval_cell(m, lo, hi)
-                for m, lo, hi in zip(
-                    table["retention_at_matched_gain"], table["low"], table["high"], strict=True
-                )
-            ],
+            **matched_cells(table, "Max gain", "Change on earlier stages at matched gain"),
             "Average forgetting (unconditional)": [fmt_num(v, 3) for v in table["average_forgetting"]],
         }
     )
@@ -188,18 +228,7 @@ def matched_gain_section(
             {
                 "Sequence": claims["sequence"],
                 "Stage": [f"{j}: {s}" for j, s in zip(claims["stage_index"], claims["stage"], strict=True)],
-                "Claim": [RETENTION_CLAIMS[c].text for c in claims["claim"]],
-                "A": [condition_label(a) for a in claims["a"]],
-                "B": [condition_label(b) for b in claims["b"]],
-                "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
-                "Minimum effect": [fmt_num(v, 3) for v in claims["min_effect"]],
-                "Change on earlier stages, A - B": [
-                    "" if v == NOT_TESTABLE else interval_cell(d, lo, hi)
-                    for d, lo, hi, v in zip(
-                        claims["difference"], claims["low"], claims["high"], claims["verdict"], strict=True
-                    )
-                ],
-                "Verdict": claims["verdict"],
+                **claim_cells(claims, "Change on earlier stages, A - B"),
                 "Seeds to decide": [
                     _seeds_cell(v, r)
                     for v, r in zip(claims["seeds_to_decide"], claims["verdict"], strict=True)
@@ -277,13 +306,8 @@ def matched_gain_section(
             label="tab:retention_transient",
             notes="For an earlier stage during a later one, on the normalized scale: "
             + DROP_WINDOWS_TEXT
-            + ". Mean over seeds, 95% t intervals. Reading: transient when the early drop's and the "
-            "recovery's intervals lie above 0 and the late drop's holds 0; partly transient when the late "
-            "drop's and the recovery's lie above 0; permanent when the late drop's lies above 0 and the "
-            "recovery's does not; no drop when neither drop's interval lies above 0; unclear otherwise. "
-            "The drop recovers: supported when the recovery's interval lies above 0, contradicted below, "
-            "not testable (no learning) where the condition did not learn the later stage (Minimum effect "
-            "above).",
+            + ". "
+            + DROP_READING_TEXT,
         )
         body.append("### Transient or permanent\n\n" + table_block(written, root))
         if not decided_elsewhere:

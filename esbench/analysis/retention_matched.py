@@ -206,10 +206,7 @@ def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> p
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        by_algo = _by_condition(group)
-        means = {a: mean_path(mine) for a, mine in by_algo.items()}
-        top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
-        se = {a: condition_se(mine) for a, mine in by_algo.items()}
+        by_algo, means, top, se = _conditions(group)
         matched = {a for a in by_algo if learned(top[a], se[a])}
         g_star = min((top[a] for a in matched), default=float("nan"))
         for algo, mine in by_algo.items():
@@ -262,10 +259,7 @@ def matched_gain_claims(
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        by_algo = _by_condition(group)
-        means = {a: mean_path(mine) for a, mine in by_algo.items()}
-        top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
-        se = {a: condition_se(mine) for a, mine in by_algo.items()}
+        by_algo, means, top, se = _conditions(group)
         for claim, a, b in _pairs(sorted(top), family_of):
             g_star = min(top[a], top[b]) if per_pair else min(top.values())
             pair_se = max(se[a], se[b]) if np.isfinite(se[a]) and np.isfinite(se[b]) else float("nan")
@@ -393,6 +387,20 @@ def _mean_ci(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float
         return float(values[0]), float("nan"), float("nan")
     mean, low, high = mean_ci(values, rng)
     return float(mean), float(low), float(high)
+
+
+def _conditions(
+    paths: Sequence[GainPath],
+) -> tuple[
+    dict[str, list[GainPath]], dict[str, tuple[np.ndarray, np.ndarray]], dict[str, float], dict[str, float]
+]:
+    """Per condition of one (sequence, stage): its paths, its mean path, that path's largest gain
+    and its :func:`condition_se`."""
+    by_algo = _by_condition(paths)
+    means = {a: mean_path(mine) for a, mine in by_algo.items()}
+    top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
+    se = {a: condition_se(mine) for a, mine in by_algo.items()}
+    return by_algo, means, top, se
 
 
 def _by_condition(paths: Sequence[GainPath]) -> dict[str, list[GainPath]]:
