@@ -282,6 +282,8 @@ def matched_gain_section(
         f"![{caption}]({_rel(written_fig[0], root)})\n\n*{caption}* ([PDF]({_rel(written_fig[1], root)}))\n"
     )
     transient = transient_table(data.per_run, table, rng)
+    if len(transient) and decided_elsewhere:
+        transient = transient.drop(columns="verdict")  # decided on the primary measure, elsewhere
     if len(transient):
         verdicts = {} if decided_elsewhere else {"Verdict: the drop recovers": transient["verdict"]}
         display = pd.DataFrame(
