@@ -467,7 +467,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
         caption="Task-A retention at matched task-B solve-rate gain",
         label="tab:lm_matched_gain",
         notes="Minimum effect: twice the standard error of one evaluation of the solve rate "
-        "(sqrt(s (1 - s) / n) over the held-out prompts, pooled over the learner's points); a learner whose "
+        "(sqrt(s (1 - s) / n) over the held-out prompts, pooled over every run's points); a learner whose "
         "max gain (the largest of its mean path over seeds) does not exceed it learned nothing to match "
         "(no value). Matched gain: the largest solve-rate gain every learner that learned reaches; each "
         "run's retention read where its learner's mean gain first reaches it (linear between points). "
@@ -488,7 +488,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             "seeds, unequal variances). ES forgets more: supported when the interval lies below 0, "
             "contradicted above. Larger population, AWD: supported when it lies above 0. Undecided "
             "when it holds 0. Not testable (no learning) when the matched gain does not exceed the minimum "
-            "effect (the larger of the two learners').",
+            "effect.",
         )
         body.append("### Comparisons at matched gain\n\n" + table_block(written, root))
     learned = learned_by_condition(table)

@@ -75,7 +75,7 @@ def matched_cells(table: pd.DataFrame, gain: str, retention: str) -> dict[str, l
         "Condition": [condition_label(a) for a in table["algo"]],
         "Seeds": list(table["n_seeds"].astype(str)),
         gain: [fmt_num(v, 3) for v in table["max_gain"]],
-        "Minimum effect": [fmt_num(2.0 * v, 3) for v in table["se"]],
+        "Minimum effect": [fmt_num(v, 3) for v in table["min_effect"]],
         "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
         retention: [
             interval_cell(m, lo, hi)
@@ -206,10 +206,10 @@ def matched_gain_section(
         "stage began (0: nothing lost), read for every seed at the point of training where the "
         "condition's mean gain over seeds first reaches the matched gain. Minimum effect: twice the "
         "standard error of one evaluation of the stage's normalized score (the evaluation's episode "
-        "spread over the square root of its episodes, pooled over the condition's points); a condition "
-        "whose max gain (the largest gain of its mean path) does not exceed it learned nothing to match "
-        "(no value). Matched gain: the largest gain every condition that learned reaches. Mean over "
-        "seeds, 95% t intervals. Average forgetting: Continual World's, whatever the gain."
+        "spread over the square root of its episodes, pooled over every run's points of the stage); a "
+        "condition whose max gain (the largest gain of its mean path) does not exceed it learned "
+        "nothing to match (no value). Matched gain: the largest gain every condition that learned "
+        "reaches. Mean over seeds, 95% t intervals. Average forgetting: Continual World's, whatever the gain."
     )
     written = write_table(
         table,
@@ -247,8 +247,8 @@ def matched_gain_section(
             "Welch t 95% interval (independent seeds, unequal variances). ES forgets more: supported when "
             "the interval lies below 0, contradicted above. Population, AWD: supported when above 0. "
             "Undecided when it holds 0. Not testable (no learning) when the matched gain does not exceed "
-            "the minimum effect, twice the standard error of one evaluation of the stage's score (the "
-            "larger of the two conditions'). Seeds to decide (undecided rows): seeds per side a new study "
+            "the minimum effect, twice the standard error of one evaluation of the stage's score (pooled "
+            "over every run of the stage). Seeds to decide (undecided rows): seeds per side a new study "
             f"needs for its interval to exclude 0 with {PLANNING_POWER:.0%} power, if the difference and "
             "each side's spread are as measured (a planning number for a fixed study, not a stopping rule).",
         )

@@ -39,9 +39,10 @@ retention at ``g*`` over seeds, with a Welch t interval
 variances), by the one rule of :func:`esbench.analysis.claims.verdicts.decide`: supported when the
 interval lies below 0, contradicted when above, undecided when it holds 0, and **not testable: no
 learning** when ``g*`` does not exceed the claim's minimum effect, twice the standard error of one
-evaluation of the primary measure (:func:`~esbench.analysis.claims.verdicts.learned`; the larger of
-the two conditions' pooled standard errors, :func:`condition_se`). Below it, retention would be
-read at the stage's first points, before any learning a comparison could be about.
+evaluation of the primary measure (:func:`~esbench.analysis.claims.verdicts.learned`; one standard
+error per (sequence, stage), pooled over every run's evaluations of the stage: :func:`stage_se`).
+Below it, retention would be read at the stage's first points, before any learning a comparison
+could be about.
 Per condition, the mean and interval of its retention come from
 :func:`esbench.analysis.stats.mean_ci`.
 
@@ -89,7 +90,7 @@ MATCHED_COLUMNS: tuple[str, ...] = (
     "algo",
     "n_seeds",
     "max_gain",
-    "se",
+    "min_effect",
     "learned",
     "matched_gain",
     "retention_at_matched_gain",
@@ -185,9 +186,10 @@ def path_of_run(
                     np.asarray(progress, dtype=float) - start, np.asarray(se, dtype=float))  # fmt: skip
 
 
-def condition_se(paths: Sequence[GainPath]) -> float:
-    """The standard error of one evaluation of a condition's primary measure: pooled over its runs'
-    points after the stage's start (:func:`~esbench.analysis.retention_measures.pooled_se`)."""
+def stage_se(paths: Sequence[GainPath]) -> float:
+    """The standard error of one evaluation of a stage's primary measure: pooled over the paths'
+    points after the stage's start, every condition's runs together (the measure's noise, not a
+    condition's: :func:`~esbench.analysis.retention_measures.pooled_se`)."""
     return pooled_se([p.se[1:] for p in paths])
 
 
@@ -196,18 +198,20 @@ def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> p
     mean over seeds with :func:`~esbench.analysis.stats.mean_ci`.
 
     ``g*`` is the largest gain every condition that learned the stage reaches (its mean path's
-    largest gain above twice the standard error of one evaluation:
-    :func:`~esbench.analysis.claims.verdicts.learned`); a condition that did not learn has no
-    retention value (``n_seeds`` 0; ``max_gain``, ``se`` and ``learned`` say why).
+    largest gain above the stage's minimum effect, twice the standard error of one evaluation,
+    :func:`stage_se`: :func:`~esbench.analysis.claims.verdicts.learned`); a condition that did not
+    learn has no retention value (``n_seeds`` 0; ``max_gain``, ``min_effect`` and ``learned`` say
+    why).
 
     Returns:
         Columns :data:`MATCHED_COLUMNS` (``max_gain``: the largest gain of the condition's mean
-        path, :func:`~esbench.analysis.retention_measures.mean_path`; ``se``: :func:`condition_se`).
+        path, :func:`~esbench.analysis.retention_measures.mean_path`; ``min_effect``: twice
+        :func:`stage_se`).
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
         by_algo, means, top, se = _conditions(group)
-        matched = {a for a in by_algo if learned(top[a], se[a])}
+        matched = {a for a in by_algo if learned(top[a], se)}
         g_star = min((top[a] for a in matched), default=float("nan"))
         for algo, mine in by_algo.items():
             at = g_star if algo in matched else float("nan")
@@ -222,7 +226,7 @@ def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> p
                     "algo": algo,
                     "n_seeds": len(values),
                     "max_gain": top[algo],
-                    "se": se[algo],
+                    "min_effect": 2.0 * se,
                     "learned": algo in matched,
                     "matched_gain": g_star,
                     "retention_at_matched_gain": mean,
@@ -244,7 +248,7 @@ def matched_gain_claims(
     The matched gain ``g*`` is the largest gain every condition's mean path reaches (module
     docstring); with ``per_pair``, the two conditions compared, so a condition that never gains
     (a small population, say) leaves the other pairs' claims decidable. Each claim's minimum
-    effect is twice the larger of the two conditions' :func:`condition_se`; a ``g*`` not above it
+    effect is twice the stage's :func:`stage_se`; a ``g*`` not above it
     is "not testable: no learning".
 
     * ``es_forgets_more``: every ES condition against every RL condition (by ``family_of`` of
@@ -262,10 +266,9 @@ def matched_gain_claims(
         by_algo, means, top, se = _conditions(group)
         for claim, a, b in _pairs(sorted(top), family_of):
             g_star = min(top[a], top[b]) if per_pair else min(top.values())
-            pair_se = max(se[a], se[b]) if np.isfinite(se[a]) and np.isfinite(se[b]) else float("nan")
             at = {c: retention_at_matched_gain(by_algo[c], means[c], g_star) for c in (a, b)}
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
-            testable = learned(g_star, pair_se)
+            testable = learned(g_star, se)
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
             rows.append(
                 {
@@ -276,7 +279,7 @@ def matched_gain_claims(
                     "a": a,
                     "b": b,
                     "matched_gain": g_star,
-                    "min_effect": 2.0 * pair_se,
+                    "min_effect": 2.0 * se,
                     "retention_a": float(np.mean(ya)) if len(ya) else float("nan"),
                     "retention_b": float(np.mean(yb)) if len(yb) else float("nan"),
                     "difference": d,
@@ -391,16 +394,13 @@ def _mean_ci(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float
 
 def _conditions(
     paths: Sequence[GainPath],
-) -> tuple[
-    dict[str, list[GainPath]], dict[str, tuple[np.ndarray, np.ndarray]], dict[str, float], dict[str, float]
-]:
-    """Per condition of one (sequence, stage): its paths, its mean path, that path's largest gain
-    and its :func:`condition_se`."""
+) -> tuple[dict[str, list[GainPath]], dict[str, tuple[np.ndarray, np.ndarray]], dict[str, float], float]:
+    """Per condition of one (sequence, stage): its paths, its mean path and that path's largest gain;
+    and the stage's :func:`stage_se`."""
     by_algo = _by_condition(paths)
     means = {a: mean_path(mine) for a, mine in by_algo.items()}
     top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
-    se = {a: condition_se(mine) for a, mine in by_algo.items()}
-    return by_algo, means, top, se
+    return by_algo, means, top, stage_se(paths)
 
 
 def _by_condition(paths: Sequence[GainPath]) -> dict[str, list[GainPath]]:
