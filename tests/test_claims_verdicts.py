@@ -50,7 +50,7 @@ def test_drop_reading() -> None:
     assert drop_reading(0.2, -0.05, 0.1, 0.5) == "transient"
     assert drop_reading(0.2, 0.1, 0.05, 0.3) == "partly transient"
     assert drop_reading(0.2, 0.1, -0.2, 0.1) == "permanent"
-    assert drop_reading(-0.1, -0.2, -0.3, 0.2) == "no drop"
+    assert drop_reading(-0.1, -0.2, -0.3, 0.2) == "no drop shown"
     assert drop_reading(0.2, -0.1, -0.1, 0.3) == "unclear"
 
 

@@ -60,9 +60,9 @@ DROP_READING_TEXT = (
     "Mean over seeds, 95% t intervals. Reading: transient when the early drop's and the recovery's "
     "intervals lie above 0 and the late drop's holds 0; partly transient when the late drop's and the "
     "recovery's lie above 0; permanent when the late drop's lies above 0 and the recovery's does not; "
-    "no drop when neither drop's interval lies above 0; unclear otherwise. The drop recovers: supported "
-    "when the recovery's interval lies above 0, contradicted below; not testable (no learning) where "
-    "the condition did not learn the later stage."
+    "no drop shown when neither drop's interval lies above 0; unclear otherwise. The drop recovers: "
+    "supported when the recovery's interval lies above 0, contradicted below; not testable (no "
+    "learning) where the condition did not learn the later stage."
 )
 
 

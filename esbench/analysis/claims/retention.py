@@ -76,7 +76,7 @@ TRANSIENT, PERMANENT, PARTLY_TRANSIENT, NO_DROP, UNCLEAR = (
     "transient",
     "permanent",
     "partly transient",
-    "no drop",
+    "no drop shown",
     "unclear",
 )
 
@@ -89,7 +89,7 @@ def drop_reading(early_low: float, late_low: float, recovery_low: float, recover
       drop's holds 0 (back where it started);
     * **partly transient**: the late drop's and the recovery's both lie above 0;
     * **permanent**: the late drop's lies above 0 and the recovery's does not;
-    * **no drop**: neither drop's interval lies above 0 and the recovery's is not above 0;
+    * **no drop shown**: neither drop's interval lies above 0 and the recovery's is not above 0;
     * **unclear** otherwise (an early drop whose end is undecided, or no interval).
     """
 
