@@ -605,7 +605,11 @@ def _layer_drift_block(runs: pd.DataFrame, root: Path, rng: np.random.Generator)
     for algo in algos:
         cells = table[table["algo"] == algo].set_index("group")
         display[condition_label(algo)] = [
-            interval_cell(*(float(cells.loc[g, f"rel_{s}"]) for s in ("mean", "low", "high")))  # type: ignore[arg-type]
+            interval_cell(
+                float(cells.loc[g, "rel_mean"]),
+                float(cells.loc[g, "rel_low"]),
+                float(cells.loc[g, "rel_high"]),
+            )
             if g in cells.index
             else ""
             for g in groups
