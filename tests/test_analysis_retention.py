@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.retention import (
     NONE,
     SequenceCurves,
@@ -37,6 +36,7 @@ from esbench.analysis.retention import (
     write_retention_table,
 )
 from esbench.analysis.stats import IncompleteResultsError
+from esbench.tracking.snapshot_drift import SnapshotDrift
 from esbench.utils.layout import Block
 
 

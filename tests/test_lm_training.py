@@ -145,8 +145,8 @@ def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Pa
     snaps = load_snapshots(only_run_dir(tmp_path) / "snapshots.npz")
     assert snaps.params.shape[0] == 3  # the initial weights, the prior (the start of B), the final ones
     # Per-tensor drift, named, beside the snapshots (what a report ships instead of them).
-    from esbench.analysis.drift import load_snapshot_drift
     from esbench.analysis.lm_retention import layer_group
+    from esbench.tracking.snapshot_drift import load_snapshot_drift
 
     drift = load_snapshot_drift(only_run_dir(tmp_path) / "snapshot_drift.csv")
     assert drift.n_rows == 3 and snaps.names and len(snaps.names) == len(snaps.layout or ())

@@ -24,7 +24,7 @@ from esbench.analysis.retention import load_snapshots
 from esbench.analysis.retention_behaviour import load_probes
 from esbench.strategies import noise
 from esbench.strategies.noise import noise_table, table_path
-from esbench.training.drift import load_stage_states
+from esbench.tracking.stage_states import load_stage_states
 from tests.conftest import REPO
 
 

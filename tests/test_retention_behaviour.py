@@ -13,7 +13,6 @@ import pytest
 import torch
 from stable_baselines3 import PPO
 
-from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.retention import load_snapshots
 from esbench.analysis.retention_behaviour import (
     DRIFT_AFTER,
@@ -31,10 +30,11 @@ from esbench.analysis.retention_behaviour import (
     write_probes,
 )
 from esbench.baselines.evaluation import action_distribution
-from esbench.policies.distribution import categorical, gaussian
+from esbench.metrics.distribution import categorical, gaussian
 from esbench.policies.mlp import MLPPolicy
 from esbench.tracking.schema import PROBE_STATES_FILE, PROBES_FILE
-from esbench.training.drift import load_stage_states
+from esbench.tracking.snapshot_drift import SnapshotDrift
+from esbench.tracking.stage_states import load_stage_states
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 from tests.conftest import SMALL, esbench, only_run_dir
 from tests.test_sequence_loop import ScriptedLearner, _plan

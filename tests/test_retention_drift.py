@@ -22,7 +22,7 @@ from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.evaluation import action_distribution, deterministic_act
 from esbench.config.compose import compose_run_config
 from esbench.envs import make_env
-from esbench.policies.distribution import (
+from esbench.metrics.distribution import (
     ACTION_STD,
     categorical,
     deterministic_gaussian,
@@ -33,16 +33,9 @@ from esbench.policies.mlp import MLPPolicy
 from esbench.policies.obs_norm import ObsStats
 from esbench.runtime.worker import RunContext, RunSpec
 from esbench.strategies.optimizers import OptState
-from esbench.tracking.schema import METRIC_COLUMNS
-from esbench.training.drift import (
-    DRIFT_COLUMNS,
-    KL_COLUMN,
-    StageStates,
-    load_stage_states,
-    record_stage_states,
-    visited_states,
-    write_stage_states,
-)
+from esbench.tracking.schema import DRIFT_COLUMNS, KL_COLUMN, METRIC_COLUMNS
+from esbench.tracking.stage_states import StageStates, load_stage_states, write_stage_states
+from esbench.training.drift import record_stage_states, visited_states
 from esbench.training.es import begin_stage
 from esbench.training.ruler import drift_at_point, point_rows, stage_end_states, stage_plan
 from esbench.training.sb3 import build_stage, carry_over

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from esbench.analysis.drift import SnapshotDrift
 from esbench.analysis.retention import load_snapshots, param_drift, run_retention, sequence_curves
-from esbench.tracking.schema import METRIC_COLUMNS
-from esbench.training.drift import DRIFT_COLUMNS, KL_COLUMN, load_stage_states
+from esbench.tracking.schema import DRIFT_COLUMNS, KL_COLUMN, METRIC_COLUMNS
+from esbench.tracking.snapshot_drift import SnapshotDrift
+from esbench.tracking.stage_states import load_stage_states
 from tests.conftest import SMALL, esbench, only_run_dir, read_run
 
 STAGES = ["default", "long_pole"]

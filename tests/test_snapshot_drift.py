@@ -11,17 +11,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from esbench.analysis.drift import (
+from esbench.analysis.drift import pool_blocks
+from esbench.analysis.lm_retention import layer_drift_table, layer_group
+from esbench.analysis.retention_report import read_snapshot_drift
+from esbench.tracking.schema import SNAPSHOT_DRIFT_FILE, SNAPSHOTS_FILE
+from esbench.tracking.snapshot_drift import (
     WHOLE_VECTOR,
     SnapshotDrift,
     load_snapshot_drift,
     pairwise_drift,
-    pool_blocks,
     write_snapshot_drift,
 )
-from esbench.analysis.lm_retention import layer_drift_table, layer_group
-from esbench.analysis.retention_report import read_snapshot_drift
-from esbench.tracking.schema import SNAPSHOT_DRIFT_FILE, SNAPSHOTS_FILE
 from esbench.training.ruler import write_snapshots
 from esbench.utils.layout import Block
 

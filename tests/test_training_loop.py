@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from esbench.policies.distribution import CATEGORICAL, ActionDist
+from esbench.metrics.distribution import CATEGORICAL, ActionDist
 from esbench.tracking.logger import MetricsLogger
+from esbench.tracking.stage_states import StageStates
 from esbench.tracking.store import RunFileError, RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
-from esbench.training.drift import StageStates
 from esbench.training.learner import Learner
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import Confirmation, Stage, StageEval, StagePlan

@@ -65,7 +65,7 @@ from esbench.analysis import figures
 from esbench.analysis.claims.retention import RETENTION_CLAIMS
 from esbench.analysis.claims.verdicts import NOT_TESTABLE, NOT_TESTED, UNDECIDED
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
-from esbench.analysis.drift import WHOLE_VECTOR, pool_blocks
+from esbench.analysis.drift import pool_blocks
 from esbench.analysis.load import config_value, read_config
 from esbench.analysis.retention_decisions import (
     DROP_READING_TEXT,
@@ -89,6 +89,7 @@ from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, interval_cell, table_block, write_table
 from esbench.config.registry import family_of
 from esbench.tracking.schema import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
+from esbench.tracking.snapshot_drift import WHOLE_VECTOR
 
 #: Columns of :func:`lm_points`.
 POINT_COLUMNS: tuple[str, ...] = (

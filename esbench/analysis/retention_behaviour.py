@@ -48,12 +48,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from esbench.analysis.drift import SnapshotDrift
-from esbench.analysis.probes import Probes, load_probes, probes_of, write_probes
 from esbench.analysis.stats import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
-from esbench.policies.distribution import CATEGORICAL, GAUSSIAN, ActionDist, kl_divergence
+from esbench.metrics.distribution import CATEGORICAL, GAUSSIAN, ActionDist, kl_divergence
+from esbench.tracking.probes import Probes, load_probes, probes_of, write_probes
+from esbench.tracking.snapshot_drift import SnapshotDrift
 
 #: The KL column: only between two stochastic policies (NaN otherwise).
 KL_STOCHASTIC = "kl_both_stochastic"
@@ -95,7 +95,7 @@ def mean_action(
     """The mean action of a policy on each of its states, on the scale every algorithm shares.
 
     Args:
-        dist: The policy's action distributions on n states (:mod:`esbench.policies.distribution`).
+        dist: The policy's action distributions on n states (:mod:`esbench.metrics.distribution`).
         stochastic: The policy samples its actions from ``dist`` (SB3's actor-critic policies);
             False for a policy that acts by the mean or the argmax (ES, DQN).
         low: The Box action space's lower bounds (continuous actions), or None.
@@ -171,7 +171,7 @@ def behaviour_rows(probes: Probes, drift: SnapshotDrift | None = None) -> pd.Dat
     Args:
         probes: The run's probe sets (:func:`load_probes`).
         drift: The drift between the run's stage-boundary snapshots (row k the parameters stage
-            k started from, row K the final ones; :class:`~esbench.analysis.drift.SnapshotDrift`);
+            k started from, row K the final ones; :class:`~esbench.tracking.snapshot_drift.SnapshotDrift`);
             None: no parameter change (NaN).
 
     Returns:

@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP
-from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SnapshotDrift, load_snapshot_drift
 from esbench.analysis.load import (
     UnreadableRunFile,
     _config_row,
@@ -69,11 +68,14 @@ from esbench.analysis.retention_measures import evaluation_se, stage_end_value
 from esbench.analysis.stats import interpolate_runs
 from esbench.tracking.schema import (
     CONFIG_FILE,
+    DRIFT_COLUMNS,
+    KL_COLUMN,
     PROBES_FILE,
     SNAPSHOT_DRIFT_FILE,
     SNAPSHOTS_FILE,
     SUMMARY_FILE,
 )
+from esbench.tracking.snapshot_drift import SnapshotDrift, load_snapshot_drift
 
 #: Columns of :func:`scan_sequence_runs`.
 SEQUENCE_RUN_COLUMNS: tuple[str, ...] = (
@@ -666,7 +668,7 @@ def drift_curve_frame(metrics: pd.DataFrame, stages: Sequence[str], show_kl: boo
     a sampling policy's.
 
     Returns:
-        Columns ``timesteps``, ``train_stage``, :data:`~esbench.training.drift.DRIFT_COLUMNS`,
+        Columns ``timesteps``, ``train_stage``, :data:`~esbench.tracking.schema.DRIFT_COLUMNS`,
         ``policy_kl``; one row per point.
     """
     rows = _points(metrics, stages)

@@ -34,8 +34,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from esbench.metrics.distribution import ActionDist, categorical
 from esbench.policies.base import Policy
-from esbench.policies.distribution import ActionDist, categorical
 from esbench.utils.layout import Block, ParamLayout
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from esbench.metrics.distribution import ActionDist, categorical, deterministic_gaussian
 from esbench.policies.base import Policy
-from esbench.policies.distribution import ActionDist, categorical, deterministic_gaussian
 from esbench.utils.layout import Block, ParamLayout
 
 

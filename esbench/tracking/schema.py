@@ -25,15 +25,15 @@ Layout of a run directory (``results/runs/<experiment>/<run_id>/``)::
                     is the SB3 policy's ``state_dict`` values in order (actor, critic and, for DQN,
                     target network), ES's the policy's flat parameters
     snapshot_drift.csv the drift between every pair of snapshot rows, whole and per layer (written
-                    with snapshots.npz; esbench.analysis.drift.pairwise_drift): what a report's
+                    with snapshots.npz; esbench.tracking.snapshot_drift): what a report's
                     data/ ships when the snapshots are too large to (a language model's)
     stage_states.npz the states each ended stage's final policy visited there and its action
-                    distributions on them, for the ``policy_kl`` column (esbench.training.drift;
+                    distributions on them, for the ``policy_kl`` column (esbench.tracking.stage_states;
                     only for a sequence, once a stage with a later one has ended)
     probes.npz      a sequence's behavioural probes: per stage, the action distributions of the
                     policy the stage started from on that stage's probe states, and of the policy
                     that ended every stage on every probe set so far (read with
-                    esbench.analysis.retention_behaviour.load_probes)
+                    esbench.tracking.probes.load_probes)
     probe_states.npz the probe states themselves (the stage-start policy's visited observations)
     wandb/          the W&B run files (offline mode: `wandb sync` them later)
 """
@@ -91,6 +91,12 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "eval_stochastic_return_mean",
     "eval_stochastic_return_std",
 )
+
+#: The metrics columns of parameter drift from the last stage-boundary snapshot (values:
+#: :func:`esbench.metrics.drift.param_drift` at :data:`~esbench.metrics.drift.SPARSITY_THRESHOLDS`).
+DRIFT_COLUMNS: tuple[str, ...] = ("drift_l2", "drift_rel", "drift_sparsity_1e-6", "drift_sparsity_1e-4")
+#: The metrics column of policy drift on an ended stage's states.
+KL_COLUMN = "policy_kl"
 
 #: Columns that depend on where and how fast a run executes, not on what it computes: a run
 #: repeated with other workers, resumed, or with a worker lost or added mid-run has the same rows

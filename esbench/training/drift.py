@@ -17,12 +17,12 @@ states"):
   :data:`MAX_STATES` of the observations it sees are kept, evenly spaced (:func:`visited_states`),
   with π_k's action distributions on them, computed with π_k's own observation normalization
   (:class:`StageStates`). At every later point the current policy's distributions on those states
-  give ``policy_kl = mean_s KL(π_k(.|s) || π(.|s))`` (:mod:`esbench.policies.distribution`), on
+  give ``policy_kl = mean_s KL(π_k(.|s) || π(.|s))`` (:mod:`esbench.metrics.distribution`), on
   the row evaluating stage k. At the point that ends stage k it is 0 by construction.
 
 The recorded states are data (arrays), kept in the trainers' checkpoints (a resumed run computes
 the same numbers) and written next to ``snapshots.npz`` as ``stage_states.npz``
-(:func:`write_stage_states`, :func:`load_stage_states`). They depend only on the parameters, the
+(:mod:`esbench.tracking.stage_states`). They depend only on the parameters, the
 observation statistics and the evaluation seeds, so the numbers are a pure function of the config
 whatever the number of workers.
 
@@ -37,22 +37,20 @@ own update and of the drift after it (:mod:`esbench.analysis.retention_behaviour
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from esbench.analysis.drift import DRIFT_COLUMNS, KL_COLUMN, SPARSITY_THRESHOLDS, param_drift, update_sparsity
-from esbench.analysis.probes import probes_of
-from esbench.analysis.probes import write_probes as write_probes_file
-from esbench.policies.distribution import ActionDist, kl_divergence
+from esbench.metrics.distribution import ActionDist, kl_divergence
+from esbench.metrics.drift import SPARSITY_THRESHOLDS, param_drift
 from esbench.policies.episode import discrete_action, run_episode
-from esbench.tracking.schema import PROBE_STATES_FILE, PROBES_FILE
-from esbench.utils.io import atomic_write_bytes
+from esbench.tracking.probes import probes_of
+from esbench.tracking.probes import write_probes as write_probes_file
+from esbench.tracking.schema import DRIFT_COLUMNS, KL_COLUMN, PROBE_STATES_FILE, PROBES_FILE
+from esbench.tracking.stage_states import StageStates, write_stage_states
 
 #: Evaluation episodes (the first ones of the fixed seeds) whose states a stage records.
 STATE_EPISODES = 3
@@ -75,24 +73,6 @@ def drift_columns(params: np.ndarray, snapshot: np.ndarray) -> dict[str, float]:
 
 
 # --- policy drift -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StageStates:
-    """States the policy that ended a stage visited there, and its action distributions on them.
-
-    Attributes:
-        stage: The stage's name.
-        states: Raw observations (as the evaluation env returns them, before any normalization),
-            shape (n, *obs_shape).
-        reference: The stage-end policy's distributions on ``states`` (its own normalization).
-        steps: Environment steps played to record them.
-    """
-
-    stage: str
-    states: np.ndarray
-    reference: ActionDist
-    steps: int
 
 
 class _FunctionActor:
@@ -187,29 +167,6 @@ def kl_columns(records: Sequence[StageStates], distribution: DistributionFn) -> 
 # --- the file ---------------------------------------------------------------------------------
 
 
-def write_stage_states(path: Path, records: Sequence[StageStates]) -> None:
-    """Write ``stage_states.npz`` atomically (data only; nothing written when ``records`` is empty).
-
-    Arrays, for the i-th recorded stage: ``states_<i>``, ``loc_<i>``, ``log_std_<i>`` (Gaussian
-    only), and ``stages`` (names), ``kinds`` (distribution kinds), ``steps``.
-    """
-    if not records:
-        return
-    arrays: dict[str, np.ndarray] = {
-        "stages": np.asarray([r.stage for r in records], dtype=str),
-        "kinds": np.asarray([r.reference.kind for r in records], dtype=str),
-        "steps": np.asarray([r.steps for r in records], dtype=np.int64),
-    }
-    for i, r in enumerate(records):
-        arrays[f"states_{i}"] = r.states
-        arrays[f"loc_{i}"] = r.reference.loc
-        if r.reference.log_std is not None:
-            arrays[f"log_std_{i}"] = r.reference.log_std
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # type: ignore[arg-type]
-    atomic_write_bytes(path, buf.getvalue())
-
-
 def action_bounds(space: gym.Space[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     """The bounds of a ``Box`` action space (the mean action's scale,
     :func:`esbench.analysis.retention_behaviour.mean_action`); None for any other space."""
@@ -227,7 +184,7 @@ def write_probes(
 ) -> None:
     """Write a sequence run's behavioural probes (nothing without a probe set).
 
-    ``probes.npz`` (:func:`esbench.analysis.retention_behaviour.write_probes`): every probe set's
+    ``probes.npz`` (:func:`esbench.tracking.probes.write_probes`): every probe set's
     stage-start distributions and, per ended stage, the distributions of the policy that ended it
     on every probe set recorded so far; ``probe_states.npz`` (:func:`write_stage_states`): the
     probe states themselves, so a re-analysis can replay any policy on them.
@@ -254,34 +211,15 @@ def write_probes(
     write_stage_states(Path(directory) / PROBE_STATES_FILE, probes)
 
 
-def load_stage_states(path: str | Path) -> list[StageStates]:
-    """Read ``stage_states.npz`` (:func:`write_stage_states`) with ``allow_pickle=False``."""
-    with np.load(Path(path), allow_pickle=False) as archive:
-        a = {k: archive[k] for k in archive.files}
-    out = []
-    for i, (stage, kind, steps) in enumerate(zip(a["stages"], a["kinds"], a["steps"], strict=True)):
-        ref = ActionDist(str(kind), a[f"loc_{i}"], a.get(f"log_std_{i}"))
-        out.append(StageStates(str(stage), a[f"states_{i}"], ref, int(steps)))
-    return out
-
-
 __all__ = [
-    "DRIFT_COLUMNS",
-    "KL_COLUMN",
     "MAX_STATES",
-    "SPARSITY_THRESHOLDS",
     "STATE_EPISODES",
     "DistributionFn",
-    "StageStates",
     "action_bounds",
     "drift_columns",
     "kl_columns",
-    "load_stage_states",
-    "param_drift",
     "policy_kl",
     "record_stage_states",
-    "update_sparsity",
     "visited_states",
     "write_probes",
-    "write_stage_states",
 ]

@@ -30,7 +30,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from esbench.config.schema import stop_at_return
-from esbench.policies.distribution import ActionDist
+from esbench.metrics.distribution import ActionDist
 from esbench.policies.obs_norm import ObsStats
 from esbench.runtime.cluster import dask_client, worker_count
 from esbench.runtime.evaluator import MemberEvaluator, split_members
@@ -40,15 +40,10 @@ from esbench.strategies.base import ESState, Population, begin_stage_anchor
 from esbench.strategies.optimizers import OptState, init_opt_state
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
-from esbench.training.drift import (
-    StageStates,
-    action_bounds,
-    record_stage_states,
-    write_probes,
-    write_stage_states,
-)
+from esbench.training.drift import action_bounds, record_stage_states, write_probes
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import (
     Confirmation,

@@ -29,8 +29,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from esbench.policies.distribution import ActionDist
-from esbench.training.drift import StageStates
+from esbench.metrics.distribution import ActionDist
+from esbench.tracking.stage_states import StageStates
 from esbench.training.ruler import Stage, StageEval
 
 __all__ = ["Confirms", "Evaluable", "EvaluatesStochastic", "Learner"]

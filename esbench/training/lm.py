@@ -55,7 +55,7 @@ from esbench.config.errors import ConfigError
 from esbench.config.lm import ModelConfig, PretrainConfig
 from esbench.envs.checks import LM_TASKS
 from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
-from esbench.policies.distribution import CATEGORICAL, ActionDist
+from esbench.metrics.distribution import CATEGORICAL, ActionDist
 from esbench.policies.lm.decoding import greedy_completions
 from esbench.policies.lm.evaluation import answer_loss, next_token_kl, teacher_forced
 from esbench.policies.lm.model import build_model
@@ -64,9 +64,9 @@ from esbench.policies.lm.pretrain import pretrained
 from esbench.runtime.cluster import dask_client, worker_count
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
-from esbench.training.drift import StageStates, write_stage_states
 from esbench.training.lm_population import ChunkTask, distributed_fitness, member_chunks
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import (

@@ -46,14 +46,15 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from esbench.analysis.drift import SnapshotDrift, write_snapshot_drift
 from esbench.config.errors import ConfigError
 from esbench.config.schema import stop_at_return
 from esbench.config.sequence import stage_env_configs
 from esbench.config.validate import register_check
 from esbench.envs import resolved_env_id
 from esbench.tracking.schema import SNAPSHOT_DRIFT_FILE
-from esbench.training.drift import DistributionFn, StageStates, drift_columns, kl_columns
+from esbench.tracking.snapshot_drift import SnapshotDrift, write_snapshot_drift
+from esbench.tracking.stage_states import StageStates
+from esbench.training.drift import DistributionFn, drift_columns, kl_columns
 from esbench.utils.io import atomic_write_bytes
 from esbench.utils.layout import ParamLayout
 from esbench.utils.seeding import sha256_array
@@ -373,7 +374,7 @@ def drift_at_point(
             own code, with its current observation normalization).
 
     Returns:
-        (``shared``: :data:`~esbench.training.drift.DRIFT_COLUMNS`, ``per_stage``: ``policy_kl`` of
+        (``shared``: :data:`~esbench.tracking.schema.DRIFT_COLUMNS`, ``per_stage``: ``policy_kl`` of
         every recorded stage).
     """
     return drift_columns(params, snapshot), kl_columns(records, distribution)
@@ -406,7 +407,7 @@ def write_snapshots(
 ) -> None:
     """Write the stage-boundary parameter snapshots atomically (``snapshots.npz``), and the drift
     between every pair of their rows beside them (``snapshot_drift.csv``,
-    :func:`esbench.analysis.drift.pairwise_drift`: the few kilobytes a report ships when the
+    :func:`esbench.tracking.snapshot_drift.pairwise_drift`: the few kilobytes a report ships when the
     snapshots are too large to).
 
     Arrays: ``params`` (k, n_params) float32, row i the parameters at the start of stage i and,

@@ -60,13 +60,14 @@ from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.config.schema import stop_at_return
 from esbench.envs import make_env
-from esbench.policies.distribution import ActionDist
+from esbench.metrics.distribution import ActionDist
 from esbench.runtime.cluster import dask_client, in_dask_task, is_sole_run_of_process
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import resume_state, save_checkpoint
-from esbench.training.drift import StageStates, action_bounds, write_probes, write_stage_states
+from esbench.training.drift import action_bounds, write_probes
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import (
     Confirmation,

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from esbench.policies.distribution import ActionDist
-from esbench.training.drift import StageStates
+from esbench.metrics.distribution import ActionDist
+from esbench.tracking.stage_states import StageStates
 from esbench.training.learner import Confirms, Evaluable, EvaluatesStochastic
 from esbench.training.ruler import (
     Confirmation,

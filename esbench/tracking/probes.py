@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from esbench.policies.distribution import ActionDist
+from esbench.metrics.distribution import ActionDist
 from esbench.utils.io import atomic_write_bytes
 
 
