@@ -24,8 +24,9 @@ Definitions (normalized scores ``p_i(t)`` on the one scale of
   points, over the progress every run of the condition covers; :func:`mean_path`);
 * the matched gain ``g*`` of a (sequence, stage): the largest gain every compared *condition*
   reaches, ``min over conditions of max_tau x_bar(tau)`` (per pair of conditions in the claims; in
-  the per-condition table, over the conditions whose mean path reaches ``min_gain``, so one
-  condition that never gains does not pin ``g*`` at 0). A condition's gain is its mean over seeds,
+  the per-condition table, over the conditions that learned the stage, their mean path's largest
+  gain above the stage's minimum effect, so one condition that never gains does not pin ``g*`` at
+  0). A condition's gain is its mean over seeds,
   not its weakest seed's: a minimum over runs falls with every seed added, so more seeds would
   decide less;
 * a condition's retention at ``g*``: each run's ``y`` at ``tau*``, the progress where the
