@@ -222,6 +222,7 @@ def write_sequence_run(
         "env": {"id": env_id, "name": name, "kind": "mujoco", "frame_skip": 4, "game": None},
         "budget": {"scale": scale, "timesteps": int(sum(budgets))},
         "cluster": {"n_workers": workers},
+        "eval": {"episodes": 3},
         "sequence": {
             "name": sequence,
             "stages": [

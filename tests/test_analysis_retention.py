@@ -13,6 +13,7 @@ from esbench.analysis.retention import (
     NONE,
     SequenceCurves,
     average_performance,
+    drop_matrices,
     final_scores,
     forgetting,
     forgetting_matrix,
@@ -31,7 +32,6 @@ from esbench.analysis.retention import (
     run_retention,
     score_matrix,
     sequence_curves,
-    transient_drop,
     update_sparsity,
     write_retention_table,
 )
@@ -122,10 +122,10 @@ def test_normalized_scores_and_derivation() -> None:
     ref_b = metrics_frame(["B"], [0.0, 10.0, 20.0], ["B"] * 3, {"B": [2.0, 40.0, 60.0]})
     refs = [reference_curve(ref_a, "A"), reference_curve(ref_b, "B")]
     np.testing.assert_array_equal(refs[0][0], [0, 10, 20])
-    r_random, r_ref = normalization_from_runs(curves, refs, last_k=2)
+    r_random, r_ref = normalization_from_runs(curves, refs)
     np.testing.assert_allclose(r_random, [7.0, 0.0])  # the sequence run at timestep 0
-    np.testing.assert_allclose(r_ref, [85.0, 50.0])  # mean of the references' last 2
-    r_random, r_ref = normalization_from_runs(curves, refs, last_k=1, random_from="reference")
+    np.testing.assert_allclose(r_ref, [90.0, 60.0])  # the model each reference ended with, no mean
+    r_random, r_ref = normalization_from_runs(curves, refs, random_from="reference")
     np.testing.assert_allclose(r_random, [1.0, 2.0])
     np.testing.assert_allclose(r_ref, [90.0, 60.0])
 
@@ -138,9 +138,11 @@ def test_curve_metrics_last_evaluation() -> None:
     np.testing.assert_allclose(forgetting(P2, STAGE2, 1), [0.3, 0.0])
     m = forgetting_matrix(P2, STAGE2, 1)
     assert m[0, 1] == pytest.approx(0.3) and np.isnan(m[1, 0]) and np.isnan(m[0, 0])
-    d = transient_drop(P2, STAGE2, 1)
-    assert d[0, 1] == pytest.approx(0.7)  # 1.0 at the end of A, down to 0.3 during B
-    assert np.isnan(d[1, 0])
+    early, late, recovery = drop_matrices(P2, STAGE2, T2, [20.0, 40.0])
+    # B runs 20 -> 40: its points at fractions 0.5 and 1; none in its first third.
+    assert np.isnan(early[0, 1]) and np.isnan(recovery[0, 1])
+    assert late[0, 1] == pytest.approx(0.3)  # 1.0 when B began, 0.7 over B's last third
+    assert np.isnan(late[1, 0])
 
 
 def test_curve_metrics_average_last_k() -> None:
@@ -148,9 +150,8 @@ def test_curve_metrics_average_last_k() -> None:
     np.testing.assert_allclose(e, [[0.75, 0.5], [0.15, 0.65]])
     assert average_performance(P2, STAGE2, 2) == pytest.approx(0.575)
     np.testing.assert_allclose(forgetting(P2, STAGE2, 2), [0.25, 0.0])
-    assert transient_drop(P2, STAGE2, 2)[0, 1] == pytest.approx(0.45)
-    # last_k beyond the points: everything up to the stage's end.
-    np.testing.assert_allclose(score_matrix(P2, STAGE2, 10)[:, 0], [0.5, 0.1])
+    # last_k beyond the points: every point of the stage, never the untrained policy at point 0.
+    np.testing.assert_allclose(score_matrix(P2, STAGE2, 10)[:, 0], [0.75, 0.15])
 
 
 def test_forgetting_matrix_rows_sum_to_forgetting() -> None:
@@ -161,8 +162,23 @@ def test_forgetting_matrix_rows_sum_to_forgetting() -> None:
     f = forgetting(p, stage, 1)
     np.testing.assert_allclose(f, [0.2, 0.5, 0.0])
     np.testing.assert_allclose(np.nansum(m, axis=1), f)
-    d = transient_drop(p, stage, 1)
-    np.testing.assert_allclose([d[0, 1], d[0, 2], d[1, 2]], [0.3, 0.2, 0.5])
+
+
+def test_drop_windows_tell_a_recovery_from_a_steady_decline() -> None:
+    """One definition (first third against last third of the later stage's budget, the same
+    statistic at both ends): a dip that comes back recovers; a steady decline never does, though its
+    lowest point lies below the mean of its last points."""
+    t = np.array([0.0, 10, 20, 30, 40, 50, 60, 70])
+    stage = np.array([0, 0, 1, 1, 1, 1, 1, 1])  # B: 10 -> 70, points at fractions 1/6 .. 1
+    dip = np.array([[0.0, 1.0, 0.4, 0.5, 0.7, 0.8, 1.0, 1.0], np.zeros(8)])
+    early, late, recovery = drop_matrices(dip, stage, t, [10.0, 70.0])
+    assert early[0, 1] == pytest.approx(1.0 - 0.45)  # fractions 1/6, 1/3
+    assert late[0, 1] == pytest.approx(0.0)  # fractions 5/6, 1
+    assert recovery[0, 1] == pytest.approx(0.55)
+    decline = np.array([[0.0, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4], np.zeros(8)])
+    early, late, recovery = drop_matrices(decline, stage, t, [10.0, 70.0])
+    assert recovery[0, 1] == pytest.approx(0.45 - 0.85)
+    assert late[0, 1] > early[0, 1] > 0
 
 
 def test_flat_later_stage_means_no_forgetting() -> None:
@@ -170,7 +186,8 @@ def test_flat_later_stage_means_no_forgetting() -> None:
     p = np.array([[0.0, 0.6, 0.6, 0.6, 0.6], [0.0, 0.1, 0.1, 0.5, 0.9]])
     f = forgetting(p, STAGE2, 2)
     assert f[0] == 0.0 and f[1] == 0.0
-    assert transient_drop(p, STAGE2, 2)[0, 1] == 0.0
+    _, late, _ = drop_matrices(p, STAGE2, T2, [20.0, 40.0])
+    assert late[0, 1] == 0.0
 
 
 def test_zero_budget_stage_forgets_nothing_and_drifts_nothing() -> None:
@@ -194,7 +211,7 @@ def test_zero_budget_stage_forgets_nothing_and_drifts_nothing() -> None:
     assert value[(0, NONE, NONE, "update_l2")] == pytest.approx(
         float(np.linalg.norm(theta1.astype(float) - theta0.astype(float)))
     )
-    assert (0, 1, NONE, "transient_drop") not in value.index  # no evaluation during B: undefined
+    assert (0, 1, NONE, "late_drop") not in value.index  # no evaluation during B: undefined
 
 
 def test_normalized_auc_and_forward_transfer() -> None:
@@ -293,8 +310,8 @@ def test_run_retention_table() -> None:
     value = table.set_index(["stage_index", "during", "metric"])["value"]
     assert value[(0, NONE, "forgetting")] == pytest.approx(0.3)
     assert value[(0, 1, "forgetting_during")] == pytest.approx(0.3)
-    assert value[(0, 1, "transient_drop")] == pytest.approx(0.7)
-    assert value[(0, NONE, "max_transient_drop")] == pytest.approx(0.7)
+    assert value[(0, 1, "late_drop")] == pytest.approx(0.3)
+    assert (0, NONE, "max_early_drop") not in value.index  # no point in B's first third
     assert value[(0, NONE, "forward_transfer")] == pytest.approx(3.0 / 7.0)
     assert (1, NONE, "forward_transfer") not in value.index  # no reference for B
     assert value[(NONE, NONE, "average_performance")] == pytest.approx(0.75)

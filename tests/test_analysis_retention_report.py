@@ -7,7 +7,8 @@ runs reach 10 on their stage from 0, so R_random = 0 and R_ref = 10 and p = retu
 sequence run, forward reaches 10 during stage 0 and falls to ``x`` during stage 1; backward is 0
 during stage 0 except 5 at its last point, then 10. Hence, per seed (LAST_K = 5):
 
-* forgetting of forward = transient drop = 1 - x/10; backward's forgetting 0;
+* forgetting of forward = its early drop (to the mean over backward's first third) = 1 - x/10;
+  backward's forgetting 0;
 * average performance (x/10 + 1) / 2, average forgetting (1 - x/10) / 2;
 * forward transfer of backward: AUC over [100, 200] = ((0.5 + 1) / 2 * 20 + 4 * 20) / 100 = 0.95
   against the reference's 0.9: (0.95 - 0.9) / (1 - 0.9) = 0.5; of forward 0 (same curve);
@@ -104,7 +105,7 @@ def test_per_run_metrics_match_the_hand_computed_answers(tmp_path: Path) -> None
     value = {(r.metric, r.stage_index): r.value for r in flat.itertuples()}
     assert value[("forgetting", 0)] == pytest.approx(0.6)
     assert value[("forgetting", 1)] == pytest.approx(0.0)
-    assert value[("max_transient_drop", 0)] == pytest.approx(0.6)
+    assert value[("max_early_drop", 0)] == pytest.approx(0.6)
     assert value[("average_performance", -1)] == pytest.approx(0.7)
     assert value[("average_forgetting", -1)] == pytest.approx(0.3)
     assert value[("forward_transfer", 0)] == pytest.approx(0.0)

@@ -8,22 +8,27 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from esbench.analysis.retention import SequenceCurves
+from esbench.analysis.claims.verdicts import NOT_TESTABLE
+from esbench.analysis.retention import SequenceCurves, run_retention
 from esbench.analysis.retention_matched import (
-    crossing,
     gain_paths,
     matched_gain_claims,
     matched_gain_table,
     transient_table,
-    welch_diff_ci,
 )
+from esbench.analysis.retention_measures import crossing, welch_diff_ci
 from esbench.analysis.retention_report import common_scale, condition_names
 
 FAMILY = {"openai_es": "es", "ppo": "rl"}.get
 
 
+#: The standard error of one evaluation in the synthetic runs: a minimum effect of 0.02.
+SE = 0.01
+
+
 def _curves(algo: str, seed: int, old: list[float], new: list[float]) -> pd.DataFrame:
-    """A two-stage run: stage 0 points (old rises to 1, new stays 0), then stage 1's points."""
+    """A two-stage run: stage 0 points (old rises to 1, new stays 0), then stage 1's points, every
+    evaluation with a standard error of :data:`SE`."""
     t0 = [0.0, 10.0, 20.0]
     rows = []
     for n, t in enumerate(t0):
@@ -34,7 +39,7 @@ def _curves(algo: str, seed: int, old: list[float], new: list[float]) -> pd.Data
         rows += [(algo, "ab", seed, f"{algo}{seed}", 0, "a", t, 1, y)]
         rows += [(algo, "ab", seed, f"{algo}{seed}", 1, "b", t, 1, x)]
     cols = ["algo", "sequence", "seed", "run_id", "stage_index", "stage", "timesteps", "train_stage", "p"]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=cols).assign(se=SE)
 
 
 def test_crossing_interpolates_at_the_first_crossing() -> None:
@@ -123,13 +128,14 @@ def test_one_seed_that_never_gains_does_not_pin_the_matched_gain() -> None:
     assert row["retention_a"] == pytest.approx(np.mean([-0.4, -0.42, -0.075]))
 
 
-def test_no_gain_to_match_is_undecided_and_awd_and_population_pairs_are_compared() -> None:
+def test_no_gain_to_match_is_not_testable_and_awd_and_population_pairs_are_compared() -> None:
     flat = [_curves("openai_es", s, [0.5, 0.2], [0.0, -0.1]) for s in range(2)]
     awd = [_curves("openai_es+awd", s, [0.9, 0.9], [0.0, -0.1]) for s in range(2)]
     rl = [_curves("ppo", s, [0.9, 0.9], [0.2, 0.3]) for s in range(2)]
     claims = matched_gain_claims(gain_paths(pd.concat([*flat, *awd, *rl])), FAMILY)
     assert set(claims["claim"]) == {"es_forgets_more", "awd_keeps_retention"}
-    assert (claims["matched_gain"] <= 0).all() and set(claims["verdict"]) == {"undecided"}
+    assert (claims["matched_gain"] <= 0).all() and set(claims["verdict"]) == {NOT_TESTABLE}
+    assert claims["seeds_to_decide"].isna().all()  # no study is planned for a claim that cannot be tested
     big = [_curves("openai_es@pop40", s, [0.9, 0.8 + 0.01 * s], [0.3, 0.6]) for s in range(3)]
     small = [_curves("openai_es@pop10", s, [0.5, 0.2 + 0.01 * s], [0.3, 0.6]) for s in range(3)]
     pop = matched_gain_claims(gain_paths(pd.concat([*big, *small])), FAMILY)
@@ -155,9 +161,10 @@ def test_a_higher_earlier_level_is_not_less_forgetting() -> None:
     assert row["difference"] == pytest.approx(0.0, abs=1e-12) and row["verdict"] == "undecided"
 
 
-def test_matched_gain_per_pair_and_a_floor_under_it() -> None:
+def test_matched_gain_per_pair_and_the_minimum_effect() -> None:
     """A condition that never gains leaves the other pair decidable with ``per_pair``; a matched
-    gain below ``min_gain`` decides nothing, and the table matches only conditions that reach it."""
+    gain not above twice the standard error of one evaluation (0.02 here) is not testable, and the
+    table matches only the conditions that learned."""
     es = [_curves("openai_es", s, [0.8 - 0.01 * s, 0.4 - 0.01 * s], [0.3, 0.9]) for s in range(3)]
     rl = [_curves("ppo", s, [1.0 - 0.01 * s, 0.95 - 0.01 * s], [0.3, 0.6]) for s in range(3)]
     stuck = [_curves("openai_es@pop8", s, [0.9, 0.9], [0.0, 0.01]) for s in range(3)]
@@ -165,26 +172,43 @@ def test_matched_gain_per_pair_and_a_floor_under_it() -> None:
     family = {"openai_es": "es", "ppo": "rl"}.get
     shared = matched_gain_claims(paths, family)
     assert shared["matched_gain"].to_numpy() == pytest.approx([0.01, 0.01])  # the stuck condition pins g*
-    pair = matched_gain_claims(paths, family, per_pair=True, min_gain=0.05).set_index(["a", "b"])
+    assert set(shared["verdict"]) == {NOT_TESTABLE} and shared["min_effect"].to_numpy() == pytest.approx(0.02)
+    pair = matched_gain_claims(paths, family, per_pair=True).set_index(["a", "b"])
     assert pair.loc[("openai_es", "ppo"), "matched_gain"] == pytest.approx(0.6)
     assert pair.loc[("openai_es", "ppo"), "verdict"] == "supported"
-    assert pair.loc[("openai_es@pop8", "ppo"), "verdict"] == "undecided"  # 0.01 < 0.05: no gain to match
+    assert pair.loc[("openai_es@pop8", "ppo"), "verdict"] == NOT_TESTABLE  # 0.01 <= 0.02: no learning
     assert np.isnan(pair.loc[("openai_es@pop8", "ppo"), "seeds_to_decide"])
-    table = matched_gain_table(paths, np.random.default_rng(0), min_gain=0.05).set_index("algo")
+    table = matched_gain_table(paths, np.random.default_rng(0)).set_index("algo")
+    assert not table.loc["openai_es@pop8", "learned"] and table.loc["ppo", "learned"]
     assert table.loc["ppo", "matched_gain"] == pytest.approx(0.6)
     assert table.loc["openai_es@pop8", "n_seeds"] == 0 and np.isnan(table.loc["openai_es@pop8", "low"])
 
 
+def _recovering_run(seed: int, end: float) -> pd.DataFrame:
+    """Stage a learned to 1 over t 0..20; during b (t 20..50, points at fractions 1/3, 2/3, 1) it
+    drops to 0.2 + 0.01 seed in b's first third, then comes back to ``end``."""
+    returns = np.array([[0.0, 0.5, 1.0, 0.2 + 0.01 * seed, 0.8, end], [0.0, 0.0, 0.0, 0.1, 0.5, 0.6]])
+    curves = SequenceCurves(
+        ("a", "b"), np.array([0.0, 10, 20, 30, 40, 50]), np.array([0, 0, 0, 1, 1, 1]), returns,
+        np.array([20.0, 50.0]),
+    )  # fmt: skip
+    table = run_retention(curves, np.zeros(2), np.ones(2))
+    return table.assign(algo="openai_es", sequence="ab", seed=seed)
+
+
 def test_transient_drop_against_permanent() -> None:
-    # a drops to 0.2 then recovers to 0.9 by the end of b (end-of-stage window 2: 0.85).
-    runs = [_curves("openai_es", s, [0.2 + 0.01 * s, 0.8, 0.9], [0.1, 0.5, 0.6]) for s in range(3)]
-    table = transient_table(pd.concat(runs), np.random.default_rng(0), last_k=2)
-    row = table.iloc[0]
-    # E[a, 0] = mean(0.5, 1.0) = 0.75; lowest 0.2 + 0.01 s; E[a, 1] = 0.85.
-    assert row["drop_lowest"] == pytest.approx(0.75 - 0.21)
-    assert row["drop_end"] == pytest.approx(0.75 - 0.85)
-    assert row["recovery"] == pytest.approx(0.85 - 0.21)
-    assert row["verdict"] == "transient"
+    """The one definition: the start 1.0 against the mean over b's first third (one point, 0.2 + 0.01
+    seed) and its last third (one point: 0.95, 1.0, 1.05 over the seeds): the late drop holds 0, the
+    recovery lies above it: transient; where the learner did not learn b, not testable."""
+    per_run = pd.concat([_recovering_run(s, end) for s, end in enumerate([0.95, 1.0, 1.05])])
+    learned = pd.DataFrame({"sequence": ["ab"], "algo": ["openai_es"], "stage_index": [1], "learned": [True]})
+    row = transient_table(per_run, learned, np.random.default_rng(0)).iloc[0]
+    assert row["early_drop"] == pytest.approx(1.0 - 0.21)
+    assert row["late_drop"] == pytest.approx(0.0, abs=1e-12)
+    assert row["recovery"] == pytest.approx(1.0 - 0.21)
+    assert (row["reading"], row["verdict"]) == ("transient", "supported")
+    row = transient_table(per_run, learned.assign(learned=False), np.random.default_rng(0)).iloc[0]
+    assert (row["reading"], row["verdict"]) == ("transient", NOT_TESTABLE)
 
 
 def test_common_scale_takes_the_best_reference_and_the_mean_untrained_return() -> None:
@@ -197,11 +221,18 @@ def test_common_scale_takes_the_best_reference_and_the_mean_untrained_return() -
     r_random, r_ref, source = common_scale(
         {"openai_es": np.array([100.0, np.nan]), "ppo": np.array([300.0, np.nan])},
         {"openai_es": [run(0.0, 50.0)], "ppo": [run(10.0, 80.0)]},
-        last_k=1,
     )
     np.testing.assert_allclose(r_random, [5.0, 5.0])
     assert r_ref[0] == 300.0 and source[0] == "reference (ppo)"
     assert r_ref[1] == 80.0 and source[1] == "sequence end (ppo)"  # no reference: best stage end
+    # A stage of two points (the untrained model, then the trained one): R_ref is the trained
+    # model's score, never the mean of the two.
+    two = SequenceCurves(
+        ("a", "b"), np.array([0.0, 96.0, 100.0]), np.array([0, 0, 1]),
+        np.array([[0.0, 0.84, 0.7], [0.0, 0.0, 0.1]]), np.array([96.0, 100.0]),
+    )  # fmt: skip
+    _, r_ref, _ = common_scale({"eggroll": np.array([np.nan, np.nan])}, {"eggroll": [two]})
+    assert r_ref == pytest.approx([0.84, 0.1])
 
 
 def test_condition_names_mark_awd_and_population_sizes() -> None:

@@ -9,8 +9,12 @@ directory into tidy tables; everything else draws from those.
   and the simulations that measure their coverage.
 - :mod:`~esbench.analysis.stats`: common grids, curves on one grid, loud seed-count checks
   (``allow_partial`` to mark instead of fail).
-- :mod:`~esbench.analysis.verdicts`: times to a target, ratios and the three verdict labels;
+- :mod:`~esbench.analysis.claims`: the one verdict vocabulary and rule (supported, contradicted,
+  undecided, not testable: no learning, not tested) and the retention claims as data;
+  :mod:`~esbench.analysis.verdicts`: times to a target and ratios, decided in that vocabulary;
   :mod:`~esbench.analysis.coverage`: the measured coverage of every interval.
+- :mod:`~esbench.analysis.retention_measures`: retention measures as numpy functions (a drop and
+  its recovery, a gain path, the matched gain, the standard error of one evaluation).
 - :mod:`~esbench.analysis.curves`: mean/IQM curves, time to a target.
 - :mod:`~esbench.analysis.table1`, :mod:`~esbench.analysis.table2`, :mod:`~esbench.analysis.frameskip`,
   :mod:`~esbench.analysis.scaling`: one paper result each.

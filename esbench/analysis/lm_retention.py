@@ -8,10 +8,12 @@ initial weights and the task-A model) makes a poor normalizer. Here the measures
 reader of the ES-for-LLM papers expects, on the trained stage ``j`` (the sequence's last; task B)
 of each run:
 
-* **task-B gain** ``x(t) = R_B(t) - R_B(t_0)``: the held-out task-B reward (format score
-  included) since the stage began, ``t_0`` the stage's first point (the task-A model);
+* **task-B gain** ``x(t) = s_B(t) - s_B(t_0)``: the primary measure, the held-out task-B **solve
+  rate** (exact solves; never the reward, whose format score rises without a single solve) since
+  the stage began, ``t_0`` the stage's first point (the task-A model);
 * **task-A retention** ``y(t) = acc_A(t) / acc_A(t_0)``: the held-out task-A accuracy
-  (``prior_accuracy``) as a fraction of the task-A model's (1: all of it kept);
+  (``prior_accuracy``) as a fraction of the task-A model's (1: all of it kept; retention as a
+  ratio, :func:`~esbench.analysis.retention_measures.gain_and_retention`);
 * the x axes: **completions** since the stage began (the ruler's ``timesteps``: decoded
   training sequences, each one forward pass over a sequence of a member or a GRPO sample), and
   **wall-clock** seconds since the stage began.
@@ -20,17 +22,20 @@ The verdict reuses :func:`esbench.analysis.retention_matched.matched_gain_table`
 :func:`~esbench.analysis.retention_matched.matched_gain_claims` on these paths (matched gain
 ``g*``: the largest task-B gain both compared conditions' mean paths reach, each seed read at the
 evaluation point where its condition's mean gain reaches it; ES minus GRPO retention there, Welch t
-interval; supported when the interval lies below 0).
+interval; supported when the interval lies below 0), with their minimum effect: ``g*`` must exceed
+twice the standard error of one evaluation of the solve rate (``sqrt(s (1 - s) / n)``, ``n`` the
+held-out prompts, ``lm.decoding.eval_prompts``), else the claim is "not testable: no learning".
 
 The other side (Schweighofer et al. 2026) is decided on the same measures, one row each in
 ``tables/lm_decisions.*``:
 
-* **transient or permanent** (:func:`lm_transient`): per run, task-A retention's drop from the
-  task-A model to its lowest point during task B, and to the stage's last point; the recovery is
-  their difference (the end minus the lowest), summarized by
+* **transient or permanent** (:func:`lm_transient`): per run, task-A retention's early drop,
+  late drop and recovery (the one definition,
+  :func:`~esbench.analysis.retention_measures.drop_and_recovery`: means over the first and the
+  last third of task B's budget), summarized by
   :func:`~esbench.analysis.retention_matched.transient_summary`. "The drop recovers" is
-  supported when the recovery's interval lies above 0, contradicted when the drop is permanent
-  (the end drop's interval above 0, the recovery's holding 0);
+  supported when the recovery's interval lies above 0, contradicted below, not testable where the
+  condition did not learn task B;
 * **population size**: conditions ``<es>@pop<N>`` of one learner (larger minus smaller population,
   retention at their matched gain); supported when the interval lies above 0;
 * **Anchored Weight Decay**: ``<es>+awd`` against the same learner without it; supported above 0.
@@ -50,39 +55,46 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.claims.retention import RETENTION_CLAIMS
+from esbench.analysis.claims.verdicts import NOT_TESTABLE, NOT_TESTED, UNDECIDED
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
 from esbench.analysis.drift import pool_blocks
+from esbench.analysis.load import config_value, read_config
 from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.retention_decisions import (
-    CLAIM_SOURCE,
-    CLAIM_TEXT,
+    DROP_READING_TEXT,
+    DROP_WINDOWS_TEXT,
+    claim_cells,
+    matched_cells,
+    no_learning_reading,
     seeds_reading,
     transient_cells,
 )
 from esbench.analysis.retention_matched import (
-    SUPPORTED,
-    UNDECIDED,
-    GainPath,
+    learned_by_condition,
     matched_gain_claims,
     matched_gain_table,
+    path_of_run,
     transient_summary,
 )
+from esbench.analysis.retention_measures import GainPath, drop_and_recovery
 from esbench.analysis.retention_report import read_snapshot_drift
-from esbench.analysis.tables import fmt_num, write_table
+from esbench.analysis.tables import fmt_num, interval_cell, table_block, write_table
 from esbench.config.registry import family_of
-from esbench.tracking.schema import METRICS_FILE, SUMMARY_FILE
+from esbench.tracking.schema import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
 from esbench.tracking.snapshot_drift import WHOLE_VECTOR
 
 #: Columns of :func:`lm_points`.
 POINT_COLUMNS: tuple[str, ...] = (
-    "algo", "sequence", "seed", "run_id", "stage", "point", "completions", "wall_clock_s",
-    "task_b_reward", "task_b_solve_rate", "task_a_accuracy", "task_a_retention",
+    "algo", "sequence", "seed", "run_id", "stage", "point", "completions", "fraction", "wall_clock_s",
+    "task_b_reward", "task_b_solve_rate", "task_b_solve_se", "task_a_accuracy", "task_a_retention",
 )  # fmt: skip
 
 
@@ -98,7 +110,9 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
     """Every complete LM sequence run's evaluation points of its last (trained) stage.
 
     Returns:
-        Columns :data:`POINT_COLUMNS`, one row per (run, point), ``point`` 0 the stage's start.
+        Columns :data:`POINT_COLUMNS`, one row per (run, point), ``point`` 0 the stage's start;
+        ``fraction`` its completions over the stage's budget, ``task_b_solve_se`` the standard error
+        of that evaluation's solve rate (``sqrt(s (1 - s) / n)``, ``n`` = ``lm.decoding.eval_prompts``).
     """
     rows: list[dict[str, object]] = []
     for r in runs[runs["complete"]].itertuples():  # ``algo``: the condition (scan_sequence_runs)
@@ -118,7 +132,10 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
             continue
         first = points.iloc[0]
         acc0 = float(first["prior_accuracy"])
+        budget = float(bounds[-1]) - float(start)
+        n_prompts = config_value(read_config(run_dir / CONFIG_FILE), "lm.decoding.eval_prompts", default=None)
         for k, p in enumerate(points.itertuples()):
+            solve = float(p.solve_rate)
             rows.append(
                 {
                     "algo": str(r.algo),
@@ -128,9 +145,13 @@ def lm_points(runs: pd.DataFrame) -> pd.DataFrame:
                     "stage": stage,
                     "point": k,
                     "completions": int(p.timesteps) - int(start),
+                    "fraction": (float(p.timesteps) - float(start)) / budget if budget > 0 else math.nan,
                     "wall_clock_s": float(p.wall_clock_s) - float(first["wall_clock_s"]),
                     "task_b_reward": float(p.eval_return_mean),
-                    "task_b_solve_rate": float(p.solve_rate),
+                    "task_b_solve_rate": solve,
+                    "task_b_solve_se": math.sqrt(solve * (1.0 - solve) / float(n_prompts))
+                    if n_prompts
+                    else math.nan,
                     "task_a_accuracy": float(p.prior_accuracy),
                     "task_a_retention": float(p.prior_accuracy) / acc0 if acc0 > 0 else math.nan,
                 }
@@ -227,56 +248,56 @@ def layer_drift_table(per_run: pd.DataFrame, rng: np.random.Generator) -> pd.Dat
     return pd.DataFrame(out)
 
 
-def lm_transient(points: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+def lm_transient(
+    points: pd.DataFrame, learned: Mapping[tuple[str, str], bool], rng: np.random.Generator
+) -> pd.DataFrame:
     """Transient against permanent drop of task A during task B, per condition.
 
     Per run, with ``y`` task-A retention at the stage's points (``y[0] = 1``, the task-A model):
-    ``drop_lowest = y[0] - min(y[1:])``, ``drop_end = y[0] - y[-1]`` (the stage's last point: the
-    model it ends with), ``recovery = y[-1] - min(y[1:])``; then
-    :func:`~esbench.analysis.retention_matched.transient_summary` per (sequence, condition).
+    :func:`~esbench.analysis.retention_measures.drop_and_recovery` of ``y`` over the stage's
+    budget fractions, then :func:`~esbench.analysis.retention_matched.transient_summary` per
+    (sequence, condition).
+
+    Args:
+        points: :func:`lm_points`.
+        learned: Per (sequence, condition), whether it learned task B (its solve rate's matched-gain
+            table, :func:`~esbench.analysis.retention_matched.matched_gain_table`).
+        rng: For the intervals.
 
     Returns:
-        ``sequence``, ``algo``, ``n_seeds``, the three measures with ``_low``/``_high``, ``verdict``
-        (empty without a run of at least one point after the start).
+        ``sequence``, ``algo``, ``n_seeds``, the three measures with ``_low``/``_high``, ``reading``,
+        ``verdict`` (empty without a run of at least one point after the start).
     """
     rows = []
     for (algo, sequence, seed, _), run in points.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
-        y = run.sort_values("point")["task_a_retention"].to_numpy(float)
+        run = run.sort_values("point")
+        y = run["task_a_retention"].to_numpy(float)
         if len(y) < 2 or not np.isfinite(y).all():
             continue
-        lowest = float(y[1:].min())
+        early, late, recovery = drop_and_recovery(run["fraction"].to_numpy(float), y, float(y[0]))
         rows.append(
             {
                 "sequence": str(sequence),
                 "algo": str(algo),
                 "seed": int(seed),
-                "drop_lowest": float(y[0]) - lowest,
-                "drop_end": float(y[0] - y[-1]),
-                "recovery": float(y[-1]) - lowest,
+                "early_drop": early,
+                "late_drop": late,
+                "recovery": recovery,
+                "learned": learned.get((str(sequence), str(algo)), False),
             }
         )
     return transient_summary(pd.DataFrame(rows), ["sequence", "algo"], rng)
 
 
-#: What each decision of :func:`lm_decisions` says (the report's "Claims checked" wording).
-DECISION_TEXT: dict[str, str] = {
-    "es_forgets_more": "ES forgets more of task A than GRPO at matched task-B gain",
-    "drop_recovers": "task A's drop during task B recovers by the stage's end (drift, not forgetting)",
-    "larger_population_forgets_less": CLAIM_TEXT["larger_population_forgets_less"],
-    "awd_keeps_retention": CLAIM_TEXT["awd_keeps_retention"],
-}
-#: Where each decision's claim comes from.
-DECISION_SOURCE: dict[str, str] = {
-    **CLAIM_SOURCE,
-    "drop_recovers": "Schweighofer et al. 2026: the drop is mostly drift that recovers during ES training",
-}
 #: Columns of :func:`lm_decisions`.
 DECISION_COLUMNS: tuple[str, ...] = (
     "decision", "sequence", "a", "b", "measure", "matched_gain", "value", "low", "high", "n_a", "n_b",
     "reading", "verdict",
 )  # fmt: skip
-#: The verdict of a decision whose conditions the runs lack.
-NOT_TESTED = "not tested"
+#: The decisions of the LM section, in the order the report lists them.
+DECISIONS: tuple[str, ...] = (
+    "es_forgets_more", "drop_recovers", "larger_population_forgets_less", "awd_keeps_retention",
+)  # fmt: skip
 
 
 def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
@@ -293,30 +314,28 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
     """
     rows: list[dict[str, object]] = []
     for r in claims.itertuples():
-        reading = "" if r.matched_gain > 0 else "no task-B gain to match: a condition's mean gain never rose"
-        if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
+        reading = ""
+        if r.verdict == NOT_TESTABLE:
+            reading = no_learning_reading(r.matched_gain, r.min_effect, "solve-rate gain")
+        elif r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
             reading = seeds_reading(r.seeds_to_decide)
         rows.append(
             {
                 "decision": r.claim, "sequence": r.sequence, "a": r.a, "b": r.b,
-                "measure": "task-A retention at matched gain, a - b", "matched_gain": r.matched_gain,
+                "measure": "task-A retention at matched solve-rate gain, a - b",
+                "matched_gain": r.matched_gain,
                 "value": r.difference, "low": r.low, "high": r.high, "n_a": r.n_a, "n_b": r.n_b,
                 "reading": reading, "verdict": r.verdict,
             }
         )  # fmt: skip
     for r in transient.itertuples():
-        if r.verdict in ("transient", "partly transient"):
-            verdict = SUPPORTED
-        elif r.verdict == "permanent":
-            verdict = "contradicted"
-        else:
-            verdict = UNDECIDED
+        reading = str(r.reading) + ("; task B not learned" if r.verdict == NOT_TESTABLE else "")
         rows.append(
             {
                 "decision": "drop_recovers", "sequence": r.sequence, "a": r.algo, "b": "",
-                "measure": "recovery: task-A retention at the end minus at the lowest point",
+                "measure": "recovery of task-A retention: last third's mean minus first third's",
                 "matched_gain": math.nan, "value": r.recovery, "low": r.recovery_low, "high": r.recovery_high,
-                "n_a": r.n_seeds, "n_b": 0, "reading": r.verdict, "verdict": verdict,
+                "n_a": r.n_seeds, "n_b": 0, "reading": reading, "verdict": r.verdict,
             }
         )  # fmt: skip
     have = {str(row["decision"]) for row in rows}
@@ -336,52 +355,48 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
                     "n_a": 0, "n_b": 0, "reading": why, "verdict": NOT_TESTED,
                 }
             )  # fmt: skip
-    order = {d: k for k, d in enumerate(DECISION_TEXT)}
+    order = {d: k for k, d in enumerate(DECISIONS)}
     frame = pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
     return frame.sort_values("decision", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
 
 
 def lm_gain_paths(points: pd.DataFrame) -> list[GainPath]:
-    """One :class:`GainPath` per run: task-B gain and task-A retention at each point."""
+    """One :class:`~esbench.analysis.retention_measures.GainPath` per run
+    (:func:`~esbench.analysis.retention_matched.path_of_run`): task-B solve-rate gain and task-A
+    accuracy kept, as a ratio, at each point."""
     out: list[GainPath] = []
     for (algo, sequence, seed, _), run in points.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
         run = run.sort_values("point")
-        reward = run["task_b_reward"].to_numpy(float)
         out.append(
-            GainPath(
+            path_of_run(
                 str(algo),
                 str(sequence),
                 int(seed),
-                1,
                 str(run["stage"].iloc[0]),
-                reward - reward[0],
-                run["task_a_retention"].to_numpy(float),
-                run["point"].to_numpy(float) - float(run["point"].iloc[0]),
+                run["point"].to_numpy(float),
+                run["task_b_solve_rate"].to_numpy(float),
+                run["task_a_accuracy"].to_numpy(float),
+                run["task_b_solve_se"].to_numpy(float),
+                "ratio",
             )
         )
     return out
 
 
-def _cell(mean: float, low: float, high: float) -> str:
-    if np.isfinite(low):
-        return f"{fmt_num(mean, 3)} [{fmt_num(low, 3)}, {fmt_num(high, 3)}]"
-    return fmt_num(mean, 3)
-
-
-def _table_md(paths: dict[str, Path], root: Path) -> str:
-    links = ", ".join(f"[{k.upper()}]({p.relative_to(root).as_posix()})" for k, p in paths.items())
-    return paths["md"].read_text() + f"\n({links})\n"
-
-
 def plot_lm_curves(points: pd.DataFrame, stem: Path, rng: np.random.Generator) -> list[Path]:
-    """Task-B reward and task-A retention (rows) against completions and wall-clock (columns),
+    """Task-B solve rate (the primary measure), task-B reward and task-A retention (rows) against
+    completions and wall-clock (columns),
     per condition: the mean over seeds at each evaluation point every seed reached, with its 95%
     Student-t band (on the wall-clock axis a point sits at its mean time over seeds), and each
     seed's own curve, thin, to its own last point. Each condition has its colour of
     :func:`esbench.analysis.figures.condition_colors`, as in every retention figure; one legend
     below the panels."""
-    fig, axes = figures.new_figure(4, ncols=2)
-    measures = (("task_b_reward", "Task-B reward (held out)"), ("task_a_retention", "Task-A accuracy kept"))
+    measures = (
+        ("task_b_solve_rate", "Task-B solve rate (held out)"),
+        ("task_b_reward", "Task-B reward (with format score)"),
+        ("task_a_retention", "Task-A accuracy kept"),
+    )
+    fig, axes = figures.new_figure(2 * len(measures), ncols=2)
     clocks = (
         ("completions", "Completions since task B began"),
         ("wall_clock_s", "Wall-clock since task B began (s)"),
@@ -431,77 +446,62 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
         ], []
     body = [
         "## Language model: task-B gain against task-A retention\n\n"
-        "In the model's own measures, on the trained stage (task B): task-B gain is the held-out task-B "
-        "reward (format score included) minus its value when the stage began; task-A retention is the "
-        "held-out task-A accuracy as a fraction of the task-A model's (1: all kept). Completions are the "
-        "ruler's timesteps since task B began (decoded training sequences: one per ES member and prompt, "
-        "one per GRPO sample). Mean over seeds, 95% Student-t intervals.\n"
+        "In the model's own measures, on the trained stage (task B). The primary measure is the held-out "
+        "task-B **solve rate** (exact solves): task-B gain is the solve rate minus its value when the stage "
+        "began (the reward, which adds a format score for a well-formed answer, is shown but decides "
+        "nothing). Task-A retention is the held-out task-A accuracy as a fraction of the task-A model's "
+        "(1: all kept). A claim is decided only where the matched solve-rate gain exceeds its minimum "
+        "effect, twice the standard error of one evaluation of the solve rate; below it the verdict is "
+        '"not testable: no learning". Completions are the ruler\'s timesteps since task B began (decoded '
+        "training sequences: one per ES member and prompt, one per GRPO sample). Mean over seeds, 95% "
+        "Student-t intervals.\n"
     ]
     (root / "tables").mkdir(parents=True, exist_ok=True)
     points.to_csv(root / "tables" / "lm_points.csv", index=False)
     paths = lm_gain_paths(points)
     table = matched_gain_table(paths, rng)
-    display = pd.DataFrame(
-        {
-            "Condition": [condition_label(a) for a in table["algo"]],
-            "Seeds": table["n_seeds"].astype(str),
-            "Max task-B gain": [fmt_num(v, 3) for v in table["max_gain"]],
-            "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
-            "Task-A retention at matched gain": [
-                _cell(m, lo, hi)
-                for m, lo, hi in zip(
-                    table["retention_at_matched_gain"], table["low"], table["high"], strict=True
-                )
-            ],
-        }
-    )
+    display = pd.DataFrame(matched_cells(table, "Max solve-rate gain", "Task-A retention at matched gain"))
     written = write_table(
         table,
         display,
         root / "tables" / "lm_matched_gain",
-        caption="Task-A retention at matched task-B gain",
+        caption="Task-A retention at matched task-B solve-rate gain",
         label="tab:lm_matched_gain",
-        notes="Matched gain: the largest task-B gain the mean path over seeds of every learner reaches; "
-        "each run's retention read at the evaluation point where its learner's mean gain first reaches "
-        "it (linear between points). Mean over seeds, 95% t intervals.",
+        notes="Minimum effect: twice the standard error of one evaluation of the solve rate "
+        "(sqrt(s (1 - s) / n) over the held-out prompts, pooled over every run's points); a learner whose "
+        "max gain (the largest of its mean path over seeds) does not exceed it learned nothing to match "
+        "(no value). Matched gain: the largest solve-rate gain every learner that learned reaches; each "
+        "run's retention read where its learner's mean gain first reaches it (linear between points). "
+        "Mean over seeds, 95% t intervals.",
     )
-    body.append("### Retention at matched task-B gain\n\n" + _table_md(written, root))
+    body.append("### Retention at matched task-B gain\n\n" + table_block(written, root))
     claims = matched_gain_claims(paths, family_of, per_pair=True)
     if len(claims):
-        display = pd.DataFrame(
-            {
-                "Claim": [CLAIM_TEXT[c] for c in claims["claim"]],
-                "A": [condition_label(a) for a in claims["a"]],
-                "B": [condition_label(b) for b in claims["b"]],
-                "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
-                "Retention A - B": [
-                    _cell(d, lo, hi)
-                    for d, lo, hi in zip(claims["difference"], claims["low"], claims["high"], strict=True)
-                ],
-                "Verdict": claims["verdict"],
-            }
-        )
+        display = pd.DataFrame(claim_cells(claims, "Retention A - B"))
         written = write_table(
             claims,
             display,
             root / "tables" / "lm_claims",
-            caption="Comparisons at matched task-B gain",
+            caption="Comparisons at matched task-B solve-rate gain",
             label="tab:lm_claims",
-            notes="Difference of mean task-A retention at the matched task-B gain of the two conditions "
+            notes="Difference of mean task-A retention at the matched solve-rate gain of the two conditions "
             "compared (the largest gain both mean paths over seeds reach), Welch t 95% interval (independent "
             "seeds, unequal variances). ES forgets more: supported when the interval lies below 0, "
             "contradicted above. Larger population, AWD: supported when it lies above 0. Undecided "
-            "when it holds 0 or the matched gain is not above 0.",
+            "when it holds 0. Not testable (no learning) when the matched gain does not exceed the minimum "
+            "effect.",
         )
-        body.append("### Comparisons at matched gain\n\n" + _table_md(written, root))
-    transient = lm_transient(points, rng)
+        body.append("### Comparisons at matched gain\n\n" + table_block(written, root))
+    learned = learned_by_condition(table)
+    transient = lm_transient(points, learned, rng)
     if len(transient):
         display = pd.DataFrame(
             {
                 "Condition": [condition_label(a) for a in transient["algo"]],
                 "Seeds": transient["n_seeds"].astype(str),
                 **transient_cells(transient),
-                "Verdict": transient["verdict"],
+                "Reading": transient["reading"],
+                "Verdict: the drop recovers": transient["verdict"],
             }
         )
         written = write_table(
@@ -510,22 +510,28 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             root / "tables" / "lm_transient",
             caption="Task A's drop during task B: transient or permanent",
             label="tab:lm_transient",
-            notes="Task-A retention's drop from the task-A model to its lowest point during task B, and "
-            "to the stage's last point; recovery = the end minus the lowest. Mean over seeds, 95% t "
-            "intervals. Transient: the recovery's interval lies above 0 and the end drop's holds 0; "
-            "permanent: the end drop's lies above 0 and the recovery's holds 0; partly transient: both.",
+            notes="Task-A retention during task B: " + DROP_WINDOWS_TEXT + ". " + DROP_READING_TEXT,
         )
-        body.append("### Transient or permanent\n\n" + _table_md(written, root))
+        body.append("### Transient or permanent\n\n" + table_block(written, root))
     decisions = lm_decisions(claims, transient)
     display = pd.DataFrame(
         {
-            "Decision": [DECISION_TEXT[d] for d in decisions["decision"]],
+            "Decision": [RETENTION_CLAIMS[d].text for d in decisions["decision"]],
             "A": [condition_label(a) if a else "" for a in decisions["a"]],
             "B": [condition_label(b) if b else "" for b in decisions["b"]],
             "Measure": decisions["measure"],
             "Value [95% CI]": [
-                _cell(v, lo, hi) if np.isfinite(v) else ""
-                for v, lo, hi in zip(decisions["value"], decisions["low"], decisions["high"], strict=True)
+                interval_cell(v, lo, hi)
+                if np.isfinite(v) and not (d != "drop_recovers" and w == NOT_TESTABLE)
+                else ""
+                for v, lo, hi, d, w in zip(
+                    decisions["value"],
+                    decisions["low"],
+                    decisions["high"],
+                    decisions["decision"],
+                    decisions["verdict"],
+                    strict=True,
+                )
             ],
             "Verdict": [
                 f"{v} ({r})" if r and r != v else v
@@ -540,37 +546,40 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
         caption="Both sides of the disagreement on the language model",
         label="tab:lm_decisions",
         notes="Supported or contradicted when the 95% interval excludes 0 on the claim's side or the "
-        "other; undecided when it holds 0; not tested when the runs lack the conditions the decision "
-        "compares.",
+        "other; undecided when it holds 0; not testable (no learning) when the learners' matched solve-rate "
+        "gain does not exceed twice the standard error of one evaluation; not tested when the runs lack the "
+        "conditions the decision compares.",
     )
     body.insert(
         1,
         "### Decisions\n\n*Does ES forget more than GRPO for the same task-B gain, and does the other "
         "side hold: does task A's drop recover later in task B, does a larger population forget less, "
-        "does Anchored Weight Decay keep more?*\n\n" + _table_md(written, root),
+        "does Anchored Weight Decay keep more?*\n\n" + table_block(written, root),
     )
     claim_rows: list[str] = []
     for r in decisions.itertuples():
         if r.verdict == NOT_TESTED:
             ours = str(r.reading)
         elif r.decision == "drop_recovers":
-            ours = f"{condition_label(r.a)} ({r.n_a} seeds): recovery {_cell(r.value, r.low, r.high)}"
+            ours = f"{condition_label(r.a)} ({r.n_a} seeds): recovery {interval_cell(r.value, r.low, r.high)}"
             ours += f" ({r.reading})" if r.reading != r.verdict else ""
+        elif r.verdict == NOT_TESTABLE:
+            ours = f"{condition_label(r.a)} against {condition_label(r.b)}: {r.reading}"
         else:
             ours = (
-                f"task-B gain {fmt_num(r.matched_gain, 3)}: task-A retention {condition_label(r.a)} "
+                f"solve-rate gain {fmt_num(r.matched_gain, 3)}: task-A retention {condition_label(r.a)} "
                 f"({r.n_a} seeds) minus {condition_label(r.b)} ({r.n_b} seeds) "
-                f"{_cell(r.value, r.low, r.high)}" + (f" ({r.reading})" if r.reading else "")
+                f"{interval_cell(r.value, r.low, r.high)}" + (f" ({r.reading})" if r.reading else "")
             )
-        where = f"{r.sequence} (task-A accuracy kept, task-B reward)" if r.sequence else "language model"
-        claim_rows.append(
-            f"| {where}: {DECISION_TEXT[r.decision]} | {DECISION_SOURCE[r.decision]} | {ours} | {r.verdict} |"
-        )
+        where = f"{r.sequence} (task-A accuracy kept, task-B solve rate)" if r.sequence else "language model"
+        claim = RETENTION_CLAIMS[str(r.decision)]
+        claim_rows.append(f"| {where}: {claim.text} | {claim.source} | {ours} | {r.verdict} |")
     figure = plot_lm_curves(points, root / "figures" / "lm_curves", rng)
     seeds = points.groupby("algo")["seed"].nunique()
     caption = (
-        "Task-B reward and task-A accuracy kept (task-A accuracy divided by its value when task B "
-        "began: 1 is nothing lost), against completions and wall-clock since task B began: mean over "
+        "Task-B solve rate (the primary measure), task-B reward (with its format score) and task-A "
+        "accuracy kept (divided by its value when task B began: 1 is nothing lost), "
+        "against completions and wall-clock since task B began: mean over "
         f"seeds at the points every seed reached, 95% Student-t band ({_seed_range(seeds)} per "
         "condition); thin lines: each seed, to its own last point"
     )
@@ -597,7 +606,11 @@ def _layer_drift_block(runs: pd.DataFrame, root: Path, rng: np.random.Generator)
     for algo in algos:
         cells = table[table["algo"] == algo].set_index("group")
         display[condition_label(algo)] = [
-            _cell(*(float(cells.loc[g, f"rel_{s}"]) for s in ("mean", "low", "high")))
+            interval_cell(
+                float(cells.loc[g, "rel_mean"]),
+                float(cells.loc[g, "rel_low"]),
+                float(cells.loc[g, "rel_high"]),
+            )
             if g in cells.index
             else ""
             for g in groups
@@ -614,6 +627,8 @@ def _layer_drift_block(runs: pd.DataFrame, root: Path, rng: np.random.Generator)
         "Frobenius norm itself and the update sparsity (share of parameters that moved by at most 1e-6).",
     )
     text = (
-        head + "*Where in the network did task B's training move the weights?*\n\n" + _table_md(written, root)
+        head
+        + "*Where in the network did task B's training move the weights?*\n\n"
+        + table_block(written, root)
     )
     return text + ("\nRuns without per-layer drift:\n\n" + note if note else "")

@@ -73,7 +73,7 @@ from esbench.analysis.report_data import (
     restamp_manifest,
     write_report_data,
 )
-from esbench.analysis.retention import LAST_K, retention_table, write_retention_table
+from esbench.analysis.retention import retention_table, write_retention_table
 from esbench.analysis.retention_behaviour import behaviour_table, write_behaviour_table
 from esbench.analysis.retention_decisions import matched_gain_section
 from esbench.analysis.retention_report import (
@@ -111,7 +111,7 @@ from esbench.analysis.table2 import (
     win_share_interval,
     write_table2,
 )
-from esbench.analysis.tables import fmt_num, write_table
+from esbench.analysis.tables import fmt_num, table_block, write_table
 from esbench.analysis.time_to_score import coverage_text, time_to_common_score, write_time_to_score
 from esbench.analysis.verdicts import (
     PER_RUN_MARK,
@@ -214,15 +214,6 @@ def _rel(path: Path, root: Path) -> str:
 def _figure_md(paths: Sequence[Path], root: Path, caption: str) -> str:
     png, pdf = paths
     return f"![{caption}]({_rel(png, root)})\n\n*{caption}* ([PDF]({_rel(pdf, root)}))\n"
-
-
-def _table_md(paths: dict[str, Path], root: Path) -> str:
-    links = ", ".join(f"[{k.upper()}]({_rel(p, root)})" for k, p in paths.items())
-    return paths["md"].read_text() + f"\n({links})\n"
-
-
-def _verdict(ok: bool | None) -> str:
-    return {True: "supported", False: "contradicted", None: "undecided"}[ok]
 
 
 def _curve_figures(
@@ -436,7 +427,7 @@ def _summary_table(
         label="tab:summary",
         notes=notes,
     )
-    return _table_md(paths, root)
+    return table_block(paths, root)
 
 
 def _verdict_text(v: Verdict) -> str:
@@ -503,7 +494,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             "TRPO's target score at each fraction of its learning progress and the timesteps its "
             "TRPO and its ES needed to reach it. Here our ES is timed to those same scores, and the "
             "ratio divides by the paper's TRPO timesteps, so no 2017 TRPO has to be re-run.\n\n"
-            + _table_md(write_table1_paper(paper, root / "tables"), root)
+            + table_block(write_table1_paper(paper, root / "tables"), root)
         )
         paths = figures.plot_ratio_intervals(
             paper,
@@ -537,7 +528,7 @@ def _section_table1(results: Results, root: Path, rng: np.random.Generator, part
             "*Question answered: how does ES compare with today's tuned TRPO on the same budget?* Our "
             "TRPO (sb3-contrib with rl-baselines3-zoo's tuned settings) is a stronger baseline than "
             "the paper's, so this ratio measures the baseline as much as ES; targets come from our "
-            "TRPO's mean curve.\n\n" + _table_md(write_table1(table, root / "tables"), root)
+            "TRPO's mean curve.\n\n" + table_block(write_table1(table, root / "tables"), root)
         )
         paths = figures.plot_data_efficiency(table, root / "figures" / "data_efficiency", hard=HARD_MUJOCO)
         sec.body.append(
@@ -577,7 +568,7 @@ def _section_table2(results: Results, root: Path, rng: np.random.Generator, part
         "side's final evaluation, beside the published DQN, A3C FF and ES FF scores; our budgets are "
         "far below the paper's (ES 1B frames, A3C 320M), so this compares the two at an equal, "
         "small budget, not our ES with the paper's.\n\n"
-        + _table_md(write_table2(table, root / "tables"), root)
+        + table_block(write_table2(table, root / "tables"), root)
     )
     med = median_hns(table)
     below = {
@@ -640,7 +631,7 @@ def _section_frameskip(results: Results, root: Path, rng: np.random.Generator, p
     scores = frameskip_scores(results.complete, rng, partial=partial)
     spread = frameskip_spread(scores)
     sec.body.append(
-        "## Frame-skip sensitivity\n\n" + _table_md(write_frameskip(scores, spread, root / "tables"), root)
+        "## Frame-skip sensitivity\n\n" + table_block(write_frameskip(scores, spread, root / "tables"), root)
     )
     paths = figures.plot_frameskip(scores, spread, root / "figures" / "frameskip")
     sec.body.append(
@@ -690,7 +681,7 @@ def _section_frameskip(results: Results, root: Path, rng: np.random.Generator, p
 def _section_scaling(results: Results, root: Path, rng: np.random.Generator, partial: set) -> Section:
     sec = Section()
     table = scaling_table(results.complete, results.curves, partial=partial)
-    sec.body.append("## Scaling with workers\n\n" + _table_md(write_scaling(table, root / "tables"), root))
+    sec.body.append("## Scaling with workers\n\n" + table_block(write_scaling(table, root / "tables"), root))
     paths = figures.plot_scaling(table, root / "figures" / "scaling")
     sec.body.append(_figure_md(paths, root, "Speedup against workers; dotted: ideal linear speedup"))
     paths = figures.plot_learning_curves(
@@ -838,7 +829,7 @@ def _section_time_to_score(results: Results, root: Path) -> Section:
         "reaches, and the median over seeds of the timesteps and seconds to first reach it, with "
         f"the median's distribution-free interval: {coverage_text(table)}. An algorithm that "
         "never evaluated above its timestep-0 score does not set the common score (listed as did "
-        "not improve).\n\n" + _table_md(write_time_to_score(table, root / "tables"), root)
+        "not improve).\n\n" + table_block(write_time_to_score(table, root / "tables"), root)
     )
     return sec
 
@@ -856,7 +847,7 @@ def _section_es_family(results: Results, root: Path, rng: np.random.Generator, p
         "Every registered ES variant on the same runtime, budget, network and evaluation seeds as "
         "OpenAI-ES and the RL baselines. The last column says what the seeds support about each "
         "variant's final score against OpenAI-ES.\n\n"
-        + _table_md(write_family_table(table, root / "tables"), root)
+        + table_block(write_family_table(table, root / "tables"), root)
     )
     sec.body += _es_family_aggregates(results, root, rng.spawn(1)[0])
     sec.body += _section_time_to_score(results, root).body
@@ -888,7 +879,7 @@ def _es_family_aggregates(results: Results, root: Path, rng: np.random.Generator
             if np.isfinite(coverage)
             else ".\n\n"
         )
-        + _table_md(write_aggregate_table(table, root / "tables"), root),
+        + table_block(write_aggregate_table(table, root / "tables"), root),
         _figure_md(
             figures.plot_performance_profiles(profiles, root / "figures" / "performance_profiles"),
             root,
@@ -930,7 +921,7 @@ def _section_population(results: Results, root: Path, rng: np.random.Generator, 
         "progress; the paper's ES needed the timesteps beside it. The claim row compares the "
         "largest population with the smallest: their ratio of timesteps, with both sides' seeds "
         "resampled (each side at sqrt(0.95)).\n\n"
-        + _table_md(write_population_table(table, root / "tables"), root)
+        + table_block(write_population_table(table, root / "tables"), root)
         + f"\nTimes to the target: {TIME_CI_METHOD}, 95%. {_population_coverage_text(seeds)}"
         + (f" {_stop_time_text(seeds)}" if table["per_run"].astype(bool).any() else "")
         + "\n"
@@ -992,10 +983,12 @@ def _normalization_table(data: RetentionData, root: Path) -> str:
     notes = (
         "p_i(t) = (R_i(t) - R_random) / (R_ref - R_random), one scale for every algorithm of a sequence. "
         "R random: the untrained policies' return on the stage (every algorithm's sequence runs, evaluated "
-        f"at timestep 0, averaged). R ref: the best final return (mean of the last {LAST_K} evaluations, "
-        "averaged over seeds) that any algorithm's single-stage reference runs of the stage reached (which "
-        "one: R ref from); sequence end: no algorithm has a reference run of the stage, the best "
-        "end-of-stage return of any algorithm's sequence runs stands in. Own R ref: this algorithm's own "
+        "at timestep 0, averaged). R ref: the best final return (the score of the model each run ended "
+        "with, averaged over seeds: one model's score, never a mean over points) that any algorithm's "
+        "single-stage reference runs of the stage reached (which one: R ref from); sequence end: no "
+        "algorithm has a reference run of the stage, the best end-of-stage return (the model each "
+        "sequence run ended the stage with) of any algorithm's sequence "
+        "runs stands in. Own R ref: this algorithm's own "
         "reference (its forward transfer is measured against that curve, on the common scale)."
     )
     if (norm["r_ref"] < norm["r_random"]).any():
@@ -1010,7 +1003,7 @@ def _normalization_table(data: RetentionData, root: Path) -> str:
         label="tab:retention_normalization",
         notes=notes,
     )
-    return _table_md(paths, root)
+    return table_block(paths, root)
 
 
 def _budget_markdown(runs: pd.DataFrame, root: Path) -> str:
@@ -1034,11 +1027,11 @@ def _budget_markdown(runs: pd.DataFrame, root: Path) -> str:
         label="tab:retention_budget",
         notes="Budgets are matched across algorithms in timesteps; wall-clock is what each one spent.",
     )
-    return _table_md(paths, root)
+    return table_block(paths, root)
 
 
 def _section_retention(
-    data: RetentionData, runs: pd.DataFrame, root: Path, rng: np.random.Generator
+    data: RetentionData, runs: pd.DataFrame, root: Path, rng: np.random.Generator, lm: bool = False
 ) -> Section:
     """Forgetting, forward transfer and drift over task sequences, ES family against RL (issue #14)."""
     sec = Section()
@@ -1066,7 +1059,7 @@ def _section_retention(
         table = retention_table(data.per_run, rng, allow_partial=True)
         sec.body.append(
             "### Metrics\n\n"
-            + _table_md(write_retention_table(table, root / "tables"), root)
+            + table_block(write_retention_table(table, root / "tables"), root)
             + "\nThe CSV holds every metric (per later stage, per layer, new-stage gain and old-stage "
             "change) with `n_seeds`, `mean`, `low`, `high`.\n"
         )
@@ -1130,7 +1123,14 @@ def _section_retention(
                     "panel per algorithm",
                 )
             )
-        blocks, claim_rows = matched_gain_section(data, root, rng)
+        elsewhere = (
+            "A language model's claims at matched gain are decided on its primary measure, the task-B "
+            "solve rate, in the language-model section above; the tables here are on the common scale of "
+            "its reward (format score included) and decide nothing."
+            if lm
+            else ""
+        )
+        blocks, claim_rows = matched_gain_section(data, root, rng, decided_elsewhere=elsewhere)
         sec.body += blocks
         sec.claims += claim_rows
     if data.problems:
@@ -1154,7 +1154,7 @@ def _behaviour_markdown(data: RetentionData, root: Path) -> str:
         "(start to end of the stage) and the **drift after** it (end of the stage to the end of the "
         "sequence), as separate rows. The KL column is filled only where both policies sample their "
         "actions; a deterministic policy (ES, DQN) has none.\n\n"
-        + _table_md(write_behaviour_table(table, root / "tables"), root)
+        + table_block(write_behaviour_table(table, root / "tables"), root)
         + "\nThe CSV also holds the drift after each stage up to every later stage's end (`to_index`).\n"
     )
 
@@ -1197,8 +1197,9 @@ def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
     runs = results.runs
     rng = np.random.default_rng(manifest.seed)
     data = analyse_retention(runs)
-    section = _section_retention(data, runs, root, rng)
-    if is_lm(runs):
+    lm = is_lm(runs)
+    section = _section_retention(data, runs, root, rng, lm=lm)
+    if lm:
         # A language model's claims are decided on its own measures (task-A accuracy kept against
         # task-B reward); the common scale's decisions stay in their tables below, not in the claims.
         blocks, claims = lm_section(runs, root, rng)

@@ -42,14 +42,16 @@ Normalized score of stage i at time t (the curves everything else reads)::
     p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)
 
 with R_i^random the untrained policy's return on stage i (the sequence run's evaluation at
-timestep 0) and R_i^ref the single-stage reference run's final return (mean of its last ``k``
-evaluations), so 0 is "untrained" and 1 "as good as training on stage i alone". Both are inputs
+timestep 0) and R_i^ref the single-stage reference run's final return (the score of the model it
+ended with: one model's score, never a mean over several points), so 0 is "untrained" and 1 "as good
+as training on stage i alone". Both are inputs
 (:func:`normalized_scores`); :func:`normalization_from_runs` derives them. Continual World uses
 success rates, already in [0, 1]; returns need this normalization to be comparable across stages.
 
 "At the end of stage j", every value is the mean over the last ``k`` evaluation points of stage j
 itself (points trained on stage j; fewer when the stage has fewer, never a point of an earlier
-stage), as Continual World's results code averages the last 5 logged evaluations of the active
+stage and never the untrained policy at timestep 0 while stage 0 has a later point), as Continual
+World's results code averages the last 5 logged evaluations of the active
 task (``tail(5)``; :data:`LAST_K`). That gives the score matrix
 ``E[i, j] = p_i(end of stage j)`` (:func:`score_matrix`), the continual-learning "accuracy
 matrix", from which:
@@ -64,10 +66,12 @@ matrix", from which:
   policy's;
 * forgetting of stage i caused by stage j > i: ``M[i, j] = E[i, j-1] - E[i, j]`` (the drop over
   stage j's span); ``sum_{j>i} M[i, j] = F_i`` exactly;
-* largest transient drop of stage i during stage j > i:
-  ``D[i, j] = E[i, i] - min_{t in stage j} p_i(t)`` over stage j's raw evaluation points (the
-  forgetting that recovers before the end, which ``F_i`` misses: the "stability gap" of De Lange
-  et al. 2023, "Continual evaluation for lifelong learning: Identifying the stability gap", ICLR);
+* the drop of stage i during stage j > i and its recovery (:func:`drop_matrices`, one definition
+  for every report: :func:`esbench.analysis.retention_measures.drop_and_recovery`): against the
+  model stage j started from, the drop to the mean over the first third of stage j's budget, the
+  drop to the mean over its last third, and the recovery between them (the forgetting that
+  recovers before the end, which ``F_i`` misses: the "stability gap" of De Lange et al. 2023,
+  "Continual evaluation for lifelong learning: Identifying the stability gap", ICLR);
 * forward transfer (Continual World): ``FT_i = (AUC_i - AUC_i^b) / (1 - AUC_i^b)`` with
   ``AUC_i = 1/Δ ∫ p_i(t) dt`` over stage i's span in the sequence (from its start, the parameters
   stage i-1 left) and ``AUC_i^b`` the same for the reference run (from its timestep 0). Integrals
@@ -112,6 +116,7 @@ from numpy.typing import ArrayLike
 
 from esbench.analysis.drift import layer_drift as layer_drift  # re-exported
 from esbench.analysis.metrics.intervals import mean_ci
+from esbench.analysis.retention_measures import DROP_WINDOWS, DropWindows, drop_and_recovery, stage_fractions
 from esbench.analysis.stats import IncompleteResultsError
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
@@ -305,15 +310,14 @@ def normalized_scores(returns: ArrayLike, r_random: ArrayLike, r_ref: ArrayLike)
 def normalization_from_runs(
     curves: SequenceCurves,
     references: Sequence[tuple[np.ndarray, np.ndarray]],
-    last_k: int = LAST_K,
     random_from: Literal["sequence", "reference"] = "sequence",
 ) -> tuple[np.ndarray, np.ndarray]:
     """R^random and R^ref per stage from a sequence run and its single-stage reference runs.
 
     Args:
         curves: The sequence run.
-        references: One (timesteps, returns) per stage (:func:`reference_curve`), length K.
-        last_k: Evaluations averaged for the reference's final return.
+        references: One (timesteps, returns) per stage (:func:`reference_curve`), length K; R^ref
+            is its last evaluation, the model the reference run ended with.
         random_from: Take R_i^random from the sequence run's evaluation of stage i at timestep 0
             (default), or from reference run i's evaluation at timestep 0.
 
@@ -331,7 +335,7 @@ def normalization_from_runs(
     for i, (t, r) in enumerate(references):
         if not len(r):
             raise ValueError(f"reference run of stage {i} ({curves.stages[i]}) has no evaluation")
-        r_ref[i] = float(np.mean(np.asarray(r, float)[-last_k:]))
+        r_ref[i] = float(np.asarray(r, float)[-1])
         if random_from == "reference":
             if np.asarray(t, float)[0] != 0:
                 raise ValueError(f"reference run of stage {i} has no evaluation at timestep 0")
@@ -351,7 +355,9 @@ def score_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> 
 
     Only the points trained on stage j itself are averaged (Continual World's ``tail(5)`` of the
     active task's own log): a stage with fewer than ``last_k`` points averages the points it has,
-    never points of an earlier stage. A stage with no point (a zero budget) changed nothing, so
+    never points of an earlier stage, and never point 0 (the untrained policy, before any
+    training) while stage 0 has a later point: an end-of-stage score is a trained model's. A stage
+    with no point (a zero budget) changed nothing, so
     its column repeats the stage before it.
 
     Args:
@@ -368,6 +374,8 @@ def score_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> 
     out = np.full((k_stages, k_stages), np.nan)
     for j in range(k_stages):
         own = np.flatnonzero(stage == j)
+        if j == 0 and len(own) > 1:
+            own = own[own > 0]
         if len(own):
             out[:, j] = scores[:, own[-last_k:]].mean(axis=1)
         elif j:
@@ -436,25 +444,45 @@ def forgetting_matrix(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K
     return out
 
 
-def transient_drop(p: ArrayLike, train_stage: ArrayLike, last_k: int = LAST_K) -> np.ndarray:
-    """``D[i, j] = p_i(end of stage i) - min_{t in stage j} p_i(t)`` for j > i.
+def drop_matrices(
+    p: ArrayLike,
+    train_stage: ArrayLike,
+    timesteps: ArrayLike,
+    boundaries: ArrayLike,
+    windows: DropWindows = DROP_WINDOWS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Early drop, late drop and recovery of each stage i during each later stage j > i
+    (:func:`esbench.analysis.retention_measures.drop_and_recovery`: windows fixed as fractions of
+    stage j's budget ``T_j - T_{j-1}``, the mean over each window's points, against the model
+    stage j started from, the last point before stage j's own).
 
-    The largest drop of stage i below its end-of-stage score at any evaluation during stage j,
-    whether or not it recovers by the end (negative when p_i stays above it throughout).
+    Args:
+        p: Normalized scores, shape (K, n_points).
+        train_stage: Stage trained at each point, shape (n_points,), non-decreasing.
+        timesteps: The points' cumulative timesteps, shape (n_points,).
+        boundaries: ``T_k`` per stage, shape (K,).
+        windows: The early and late windows.
 
     Returns:
-        Shape (K, K); NaN for j <= i and for stages j without evaluation points.
+        (early, late, recovery), each of shape (K, K); NaN for j <= i, for stages j without
+        evaluation points and where a window holds no point.
     """
     scores = np.asarray(p, dtype=float)
     stage = np.asarray(train_stage)
-    e = score_matrix(scores, stage, last_k)
+    t = np.asarray(timesteps, dtype=float)
+    bounds = np.asarray(boundaries, dtype=float)
     k_stages = scores.shape[0]
-    out = np.full((k_stages, k_stages), np.nan)
+    early, late, recovery = (np.full((k_stages, k_stages), np.nan) for _ in range(3))
     for j in range(1, k_stages):
-        during = stage == j
-        if during.any():
-            out[:j, j] = np.diag(e)[:j] - scores[:j, during].min(axis=1)
-    return out
+        own, before = np.flatnonzero(stage == j), np.flatnonzero(stage < j)
+        if not len(own) or not len(before):
+            continue
+        fraction = stage_fractions(t[own], bounds[j - 1], bounds[j])
+        for i in range(j):
+            early[i, j], late[i, j], recovery[i, j] = drop_and_recovery(
+                fraction, scores[i, own], scores[i, before[-1]], windows
+            )
+    return early, late, recovery
 
 
 def normalized_auc(timesteps: ArrayLike, p: ArrayLike) -> float:
@@ -630,9 +658,11 @@ def run_retention(
     Returns:
         Columns :data:`RUN_COLUMNS`. ``stage_index``/``stage`` is the stage the value is about
         (``-1``/``"all"`` for the sequence averages), ``during`` the later stage for
-        ``forgetting_during`` and ``transient_drop`` (else -1), ``layer`` the block for per-layer
+        ``forgetting_during``, ``early_drop``, ``late_drop`` and ``recovery`` (:func:`drop_matrices`;
+        else -1), ``layer`` the block for per-layer
         drift (else -1). Metrics: ``end_of_stage_score``, ``final_score``, ``forgetting``,
-        ``forgetting_during``, ``transient_drop``, ``max_transient_drop``, ``auc``, ``auc_ref``,
+        ``forgetting_during``, ``early_drop``, ``late_drop``, ``recovery``, ``max_early_drop``,
+        ``auc``, ``auc_ref``,
         ``forward_transfer``, ``backward_transfer``, ``zero_shot_transfer``,
         ``end_of_stage_return`` and ``final_return`` (raw returns, beside the normalized scores),
         ``update_<l2|rel|sparsity@τ>`` (stage k's own update),
@@ -646,7 +676,7 @@ def run_retention(
     e = score_matrix(p, curves.train_stage, last_k)
     forget = np.diag(e) - e[:, -1]
     m = forgetting_matrix(p, curves.train_stage, last_k)
-    d = transient_drop(p, curves.train_stage, last_k)
+    early, late, recovery = drop_matrices(p, curves.train_stage, curves.timesteps, curves.boundaries)
     rows: list[tuple[int, str, int, int, str, float]] = []
 
     def add(i: int, metric: str, value: float, during: int = NONE, layer: int = NONE) -> None:
@@ -667,10 +697,12 @@ def run_retention(
         add(i, "forgetting", forget[i])
         for j in range(i + 1, k_stages):
             add(i, "forgetting_during", m[i, j], during=j)
-            add(i, "transient_drop", d[i, j], during=j)
-        later = d[i, i + 1 :]
+            add(i, "early_drop", early[i, j], during=j)
+            add(i, "late_drop", late[i, j], during=j)
+            add(i, "recovery", recovery[i, j], during=j)
+        later = early[i, i + 1 :]
         if np.isfinite(later).any():
-            add(i, "max_transient_drop", float(np.nanmax(later)))
+            add(i, "max_early_drop", float(np.nanmax(later)))
     if references is not None:
         auc, auc_b, ft = forward_transfers(curves, p, references, r_random, r_ref)
         for i in range(k_stages):
@@ -756,7 +788,7 @@ def retention_table(
 DISPLAY_METRICS: Mapping[str, str] = {
     "final_score": "Final score",
     "forgetting": "Forgetting",
-    "max_transient_drop": "Max transient drop",
+    "max_early_drop": "Max early drop",
     "forward_transfer": "Forward transfer",
     "backward_transfer": "Backward transfer",
     "drift_l2": "Drift L2",
@@ -808,8 +840,10 @@ def write_retention_table(table: pd.DataFrame, out_dir: Path, last_k: int = LAST
     notes = (
         "Scores normalized per stage: 0 = the untrained policy, 1 = the single-stage reference's final "
         f"return; values at an end are means of the last {last_k} evaluations. Forgetting: end-of-stage "
-        "score minus final score; transient drop: the largest fall below the end-of-stage score during "
-        "a later stage; forward transfer: Continual World's normalized area against the reference "
+        "score minus final score; early drop: the fall from the score a later stage started from to its "
+        "mean over that stage's first third (the largest over later stages; the CSV adds the drop over the "
+        "last third and the recovery between them); forward transfer: "
+        "Continual World's normalized area against the reference "
         "(Wołczyk et al. 2021). Drift: L2 distance of the final parameters from the end of the stage. "
         "Behaviour on one scale for every algorithm (RMS mean-action change, RMS parameter change, KL "
         "only between stochastic policies) is in the behavioural distance table; the CSV's kl scores "

@@ -18,52 +18,91 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.claims.retention import RETENTION_CLAIMS
+from esbench.analysis.claims.verdicts import NOT_TESTABLE, UNDECIDED
 from esbench.analysis.conditions import base_algo, condition_label
 from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.metrics.planning import PLANNING_POWER
 from esbench.analysis.retention_matched import (
-    MIN_MATCHED_GAIN,
-    UNDECIDED,
-    GainPath,
     gain_paths,
     matched_gain_claims,
     matched_gain_table,
-    mean_path,
     transient_table,
 )
+from esbench.analysis.retention_measures import GainPath, mean_path
 from esbench.analysis.retention_report import RetentionData
-from esbench.analysis.tables import fmt_num, write_table
+from esbench.analysis.tables import fmt_num, interval_cell, table_block, write_table
 from esbench.config.registry import family_of
 
-#: What each claim says, for the report's "Claims checked" table.
-CLAIM_TEXT = {
-    "es_forgets_more": "ES forgets more than RL at matched new-stage gain",
-    "larger_population_forgets_less": "a larger ES population forgets less at matched gain",
-    "awd_keeps_retention": "Anchored Weight Decay keeps more retention at matched gain",
-}
-#: Where each claim comes from.
-CLAIM_SOURCE = {
-    "es_forgets_more": "Abdi, Gupta et al. 2026: ES loses more prior capability than GRPO at matched "
-    "new-task reward (LLM fine-tuning)",
-    "larger_population_forgets_less": "Schweighofer et al. 2026: larger populations reduce the drop",
-    "awd_keeps_retention": "Schweighofer et al. 2026: decay toward the initial parameters removes most of it",
-}
+#: The display columns of a drop and its recovery, with the measures they show.
+_DROP_COLUMNS = (("Early drop", "early_drop"), ("Late drop", "late_drop"), ("Recovery", "recovery"))
 
-
-def _cell(mean: float, low: float, high: float) -> str:
-    if np.isfinite(low):
-        return f"{fmt_num(mean, 3)} [{fmt_num(low, 3)}, {fmt_num(high, 3)}]"
-    return fmt_num(mean, 3)
+#: How the drop table's windows read in notes.
+DROP_WINDOWS_TEXT = (
+    "early drop: from the score the later stage started from to the mean over the first third of its "
+    "budget; late drop: to the mean over its last third; recovery: the last third's mean minus the "
+    "first third's (windows fixed in advance, the same statistic at both ends: a steady decline has a "
+    "negative recovery)"
+)
 
 
 def transient_cells(transient: pd.DataFrame) -> dict[str, list[str]]:
     """The drop and recovery columns of a transient-or-permanent table
     (:func:`~esbench.analysis.retention_matched.transient_summary`'s rows) as display cells,
     "mean [low, high]"."""
-    columns = (("Drop to lowest", "drop_lowest"), ("Drop at end", "drop_end"), ("Recovery", "recovery"))
     return {
-        title: [_cell(*v) for v in transient[[col, f"{col}_low", f"{col}_high"]].to_numpy()]
-        for title, col in columns
+        title: [interval_cell(*v) for v in transient[[col, f"{col}_low", f"{col}_high"]].to_numpy()]
+        for title, col in _DROP_COLUMNS
+    }
+
+
+#: How a drop table's readings and verdicts read in notes.
+DROP_READING_TEXT = (
+    "Mean over seeds, 95% t intervals. Reading: transient when the early drop's and the recovery's "
+    "intervals lie above 0 and the late drop's holds 0; partly transient when the late drop's and the "
+    "recovery's lie above 0; permanent when the late drop's lies above 0 and the recovery's does not; "
+    "no drop shown when neither drop's interval lies above 0; unclear otherwise. The drop recovers: "
+    "supported when the recovery's interval lies above 0, contradicted below; not testable (no "
+    "learning) where the condition did not learn the later stage."
+)
+
+
+def matched_cells(table: pd.DataFrame, gain: str, retention: str) -> dict[str, list[str]]:
+    """The display columns of a matched-gain table
+    (:func:`~esbench.analysis.retention_matched.matched_gain_table`): the condition, its seeds, its
+    largest gain (headed ``gain``), its minimum effect, the matched gain and the retention there
+    (headed ``retention``)."""
+    return {
+        "Condition": [condition_label(a) for a in table["algo"]],
+        "Seeds": list(table["n_seeds"].astype(str)),
+        gain: [fmt_num(v, 3) for v in table["max_gain"]],
+        "Minimum effect": [fmt_num(v, 3) for v in table["min_effect"]],
+        "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
+        retention: [
+            interval_cell(m, lo, hi)
+            for m, lo, hi in zip(table["retention_at_matched_gain"], table["low"], table["high"], strict=True)
+        ],
+    }
+
+
+def claim_cells(claims: pd.DataFrame, difference: str) -> dict[str, list[str]]:
+    """The display columns of a matched-gain claims table
+    (:func:`~esbench.analysis.retention_matched.matched_gain_claims`): the claim, the two conditions,
+    the matched gain and its minimum effect, the difference (headed ``difference``; empty where not
+    testable) and the verdict."""
+    return {
+        "Claim": [RETENTION_CLAIMS[c].text for c in claims["claim"]],
+        "A": [condition_label(a) for a in claims["a"]],
+        "B": [condition_label(b) for b in claims["b"]],
+        "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
+        "Minimum effect": [fmt_num(v, 3) for v in claims["min_effect"]],
+        difference: [
+            "" if v == NOT_TESTABLE else interval_cell(d, lo, hi)
+            for d, lo, hi, v in zip(
+                claims["difference"], claims["low"], claims["high"], claims["verdict"], strict=True
+            )
+        ],
+        "Verdict": list(claims["verdict"]),
     }
 
 
@@ -72,6 +111,14 @@ def seeds_reading(seeds: float) -> str:
     return (
         f"a study of {int(seeds)} seeds per side decides it with {PLANNING_POWER:.0%} power "
         "at this effect and spread"
+    )
+
+
+def no_learning_reading(gain: float, min_effect: float, measure: str = "gain") -> str:
+    """Why a claim is not testable: its matched gain against its minimum effect, in words."""
+    return (
+        f"no learning: matched {measure} {fmt_num(gain, 3)}, minimum effect {fmt_num(min_effect, 3)} "
+        "= 2 standard errors of one evaluation"
     )
 
 
@@ -84,11 +131,6 @@ def _seeds_cell(seeds: float, verdict: str) -> str:
 
 def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
-
-
-def _table_md(paths: dict[str, Path], root: Path) -> str:
-    links = ", ".join(f"[{k.upper()}]({_rel(p, root)})" for k, p in paths.items())
-    return paths["md"].read_text() + f"\n({links})\n"
 
 
 def plot_gain_paths(
@@ -130,18 +172,24 @@ def matched_gain_section(
     root: Path,
     rng: np.random.Generator,
     family: Callable[[str], str | None] = family_of,
+    decided_elsewhere: str = "",
 ) -> tuple[list[str], list[str]]:
     """Write the decision tables and figure under ``root``; return (Markdown blocks, claim rows).
 
     Claim rows are ``| claim | source | ours | verdict |`` lines for the report's "Claims checked"
-    table, one per (sequence, stage, pair of conditions).
+    table, one per (sequence, stage, pair of conditions) and per (sequence, condition, drop).
+
+    Args:
+        decided_elsewhere: When not empty, the claims are decided on another primary measure in
+            another section (a language model's solve rate): the tables stay descriptive (no verdict
+            column, no claim rows), and this sentence says where.
     """
     body: list[str] = []
     claim_rows: list[str] = []
     paths = gain_paths(data.curves)
     if not paths:
         return ["### Forgetting at matched gain\n\nNo run has a later stage with evaluation points.\n"], []
-    table = matched_gain_table(paths, rng, min_gain=MIN_MATCHED_GAIN)
+    table = matched_gain_table(paths, rng)
     forgetting = data.per_run[data.per_run["metric"] == "average_forgetting"]
     unconditional = forgetting.groupby(["algo", "sequence"])["value"].mean().rename("average_forgetting")
     table = table.join(unconditional, on=["algo", "sequence"])
@@ -149,16 +197,7 @@ def matched_gain_section(
         {
             "Sequence": table["sequence"],
             "Stage": [f"{j}: {s}" for j, s in zip(table["stage_index"], table["stage"], strict=True)],
-            "Condition": [condition_label(a) for a in table["algo"]],
-            "Seeds": table["n_seeds"].astype(str),
-            "Max gain": [fmt_num(v, 3) for v in table["max_gain"]],
-            "Matched gain": [fmt_num(v, 3) for v in table["matched_gain"]],
-            "Change on earlier stages at matched gain": [
-                _cell(m, lo, hi)
-                for m, lo, hi in zip(
-                    table["retention_at_matched_gain"], table["low"], table["high"], strict=True
-                )
-            ],
+            **matched_cells(table, "Max gain", "Change on earlier stages at matched gain"),
             "Average forgetting (unconditional)": [fmt_num(v, 3) for v in table["average_forgetting"]],
         }
     )
@@ -166,11 +205,12 @@ def matched_gain_section(
         "Gain: normalized score on the current stage minus its value when the stage began; change on "
         "earlier stages (the retention compared): their mean normalized score minus its value when the "
         "stage began (0: nothing lost), read for every seed at the point of training where the "
-        "condition's mean gain over seeds first reaches the matched gain. Matched gain: the largest gain "
-        "every condition's mean path reaches, over the conditions whose mean path gains at least "
-        f"{MIN_MATCHED_GAIN:g} (5% of the way to the best reference); a condition below that has no gain "
-        "to match (no value). Max gain: the largest gain of the condition's mean path. Mean over seeds, "
-        "95% t intervals. Average forgetting: Continual World's, whatever the gain."
+        "condition's mean gain over seeds first reaches the matched gain. Minimum effect: twice the "
+        "standard error of one evaluation of the stage's normalized score (the evaluation's episode "
+        "spread over the square root of its episodes, pooled over every run's points of the stage); a "
+        "condition whose max gain (the largest gain of its mean path) does not exceed it learned "
+        "nothing to match (no value). Matched gain: the largest gain every condition that learned "
+        "reaches. Mean over seeds, 95% t intervals. Average forgetting: Continual World's, whatever the gain."
     )
     written = write_table(
         table,
@@ -180,22 +220,16 @@ def matched_gain_section(
         label="tab:retention_matched_gain",
         notes=notes,
     )
-    body.append("### Forgetting at matched gain\n\n" + _table_md(written, root))
-    claims = matched_gain_claims(paths, family, per_pair=True, min_gain=MIN_MATCHED_GAIN)
-    if len(claims):
+    body.append("### Forgetting at matched gain\n\n" + table_block(written, root))
+    claims = matched_gain_claims(paths, family, per_pair=True)
+    if len(claims) and decided_elsewhere:
+        body.append(decided_elsewhere + "\n")
+    elif len(claims):
         display = pd.DataFrame(
             {
                 "Sequence": claims["sequence"],
                 "Stage": [f"{j}: {s}" for j, s in zip(claims["stage_index"], claims["stage"], strict=True)],
-                "Claim": [CLAIM_TEXT[c] for c in claims["claim"]],
-                "A": [condition_label(a) for a in claims["a"]],
-                "B": [condition_label(b) for b in claims["b"]],
-                "Matched gain": [fmt_num(v, 3) for v in claims["matched_gain"]],
-                "Change on earlier stages, A - B": [
-                    _cell(d, lo, hi)
-                    for d, lo, hi in zip(claims["difference"], claims["low"], claims["high"], strict=True)
-                ],
-                "Verdict": claims["verdict"],
+                **claim_cells(claims, "Change on earlier stages, A - B"),
                 "Seeds to decide": [
                     _seeds_cell(v, r)
                     for v, r in zip(claims["seeds_to_decide"], claims["verdict"], strict=True)
@@ -212,26 +246,30 @@ def matched_gain_section(
             "matched gain of the two conditions compared (the largest gain both conditions' mean paths "
             "reach; each seed read where its condition's mean gain reaches it), "
             "Welch t 95% interval (independent seeds, unequal variances). ES forgets more: supported when "
-            "the interval lies below 0. Population, AWD: supported when above 0. Undecided when it holds "
-            f"0, or the matched gain is below {MIN_MATCHED_GAIN:g} (no gain to match). Seeds to decide "
-            "(undecided rows): seeds per side a new study needs for its interval to exclude 0 with "
-            f"{PLANNING_POWER:.0%} power, if the difference and each side's spread are as measured "
-            "(a planning number for a fixed study, not a stopping rule).",
+            "the interval lies below 0, contradicted above. Population, AWD: supported when above 0. "
+            "Undecided when it holds 0. Not testable (no learning) when the matched gain does not exceed "
+            "the minimum effect, twice the standard error of one evaluation of the stage's score (pooled "
+            "over every run of the stage). Seeds to decide (undecided rows): seeds per side a new study "
+            f"needs for its interval to exclude 0 with {PLANNING_POWER:.0%} power, if the difference and "
+            "each side's spread are as measured (a planning number for a fixed study, not a stopping rule).",
         )
-        body.append(_table_md(written, root))
+        body.append(table_block(written, root))
         for r in claims.itertuples():
             ours = (
                 f"{r.sequence} stage {r.stage_index}: at gain {fmt_num(r.matched_gain, 3)}, "
                 "change on earlier stages "
                 f"{condition_label(r.a)} {fmt_num(r.retention_a, 3)} ({r.n_a} seeds) vs "
                 f"{condition_label(r.b)} {fmt_num(r.retention_b, 3)} ({r.n_b} seeds); difference "
-                f"{_cell(r.difference, r.low, r.high)}"
+                f"{interval_cell(r.difference, r.low, r.high)}"
             )
-            if r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
+            if r.verdict == NOT_TESTABLE:
+                ours = (
+                    f"{r.sequence} stage {r.stage_index}: {no_learning_reading(r.matched_gain, r.min_effect)}"
+                )
+            elif r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
                 ours += f"; {seeds_reading(r.seeds_to_decide)}"
-            claim_rows.append(
-                f"| {r.sequence}: {CLAIM_TEXT[r.claim]} | {CLAIM_SOURCE[r.claim]} | {ours} | {r.verdict} |"
-            )
+            claim = RETENTION_CLAIMS[str(r.claim)]
+            claim_rows.append(f"| {r.sequence}: {claim.text} | {claim.source} | {ours} | {r.verdict} |")
     stem = root / "figures" / "retention_gain_paths"
     written_fig = plot_gain_paths(paths, table, stem, rng)
     caption = (
@@ -244,8 +282,11 @@ def matched_gain_section(
     body.append(
         f"![{caption}]({_rel(written_fig[0], root)})\n\n*{caption}* ([PDF]({_rel(written_fig[1], root)}))\n"
     )
-    transient = transient_table(data.curves, rng)
+    transient = transient_table(data.per_run, table, rng)
+    if len(transient) and decided_elsewhere:
+        transient = transient.drop(columns="verdict")  # decided on the primary measure, elsewhere
     if len(transient):
+        verdicts = {} if decided_elsewhere else {"Verdict: the drop recovers": transient["verdict"]}
         display = pd.DataFrame(
             {
                 "Sequence": transient["sequence"],
@@ -256,7 +297,8 @@ def matched_gain_section(
                 "During": transient["during"].astype(str),
                 "Seeds": transient["n_seeds"].astype(str),
                 **transient_cells(transient),
-                "Verdict": transient["verdict"],
+                "Reading": transient["reading"],
+                **verdicts,
             }
         )
         written = write_table(
@@ -265,10 +307,19 @@ def matched_gain_section(
             root / "tables" / "retention_transient",
             caption="Transient against permanent drops",
             label="tab:retention_transient",
-            notes="For an earlier stage during a later one: the drop from its score when the later stage "
-            "began to the lowest point, and to the end of the later stage; recovery = their difference. "
-            "Transient: the recovery's 95% t interval lies above 0 and the end drop's holds 0; permanent: "
-            "the end drop's lies above 0 and the recovery's holds 0; partly transient: both above 0.",
+            notes="For an earlier stage during a later one, on the normalized scale: "
+            + DROP_WINDOWS_TEXT
+            + ". "
+            + DROP_READING_TEXT,
         )
-        body.append("### Transient or permanent\n\n" + _table_md(written, root))
+        body.append("### Transient or permanent\n\n" + table_block(written, root))
+        if not decided_elsewhere:
+            claim = RETENTION_CLAIMS["drop_recovers"]
+            for r in transient.itertuples():
+                recovery = interval_cell(r.recovery, r.recovery_low, r.recovery_high)
+                ours = (
+                    f"{r.sequence}, stage {r.stage_index} during stage {r.during}: "
+                    f"{condition_label(str(r.algo))} ({r.n_seeds} seeds): recovery {recovery} ({r.reading})"
+                )
+                claim_rows.append(f"| {r.sequence}: {claim.text} | {claim.source} | {ours} | {r.verdict} |")
     return body, claim_rows

@@ -24,8 +24,9 @@ Definitions (normalized scores ``p_i(t)`` on the one scale of
   points, over the progress every run of the condition covers; :func:`mean_path`);
 * the matched gain ``g*`` of a (sequence, stage): the largest gain every compared *condition*
   reaches, ``min over conditions of max_tau x_bar(tau)`` (per pair of conditions in the claims; in
-  the per-condition table, over the conditions whose mean path reaches ``min_gain``, so one
-  condition that never gains does not pin ``g*`` at 0). A condition's gain is its mean over seeds,
+  the per-condition table, over the conditions that learned the stage, their mean path's largest
+  gain above the stage's minimum effect, so one condition that never gains does not pin ``g*`` at
+  0). A condition's gain is its mean over seeds,
   not its weakest seed's: a minimum over runs falls with every seed added, so more seeds would
   decide less;
 * a condition's retention at ``g*``: each run's ``y`` at ``tau*``, the progress where the
@@ -34,21 +35,26 @@ Definitions (normalized scores ``p_i(t)`` on the one scale of
 
 The claim "ES forgets more than RL" is decided, per (sequence, stage) and per pair (an ES
 condition, an RL condition), by ``d = y_ES(g*) - y_RL(g*)``, the difference of the conditions' mean
-retention at ``g*`` over seeds, with a Welch t interval (:func:`welch_diff_ci`; independent
-groups, unequal variances): supported when the interval lies below 0, contradicted when above,
-undecided when it holds 0, or when ``g*`` is below ``min_gain`` (no gain to match: the claim is
-about matched gain; the report's :data:`MIN_MATCHED_GAIN` on the normalized scale, where a smaller
-``g*`` reads retention at the stage's first points).
+retention at ``g*`` over seeds, with a Welch t interval
+(:func:`~esbench.analysis.retention_measures.welch_diff_ci`; independent groups, unequal
+variances), by the one rule of :func:`esbench.analysis.claims.verdicts.decide`: supported when the
+interval lies below 0, contradicted when above, undecided when it holds 0, and **not testable: no
+learning** when ``g*`` does not exceed the claim's minimum effect, twice the standard error of one
+evaluation of the primary measure (:func:`~esbench.analysis.claims.verdicts.learned`; one standard
+error per (sequence, stage), pooled over every run's evaluations of the stage: :func:`stage_se`).
+Below it, retention would be read at the stage's first points, before any learning a comparison
+could be about.
 Per condition, the mean and interval of its retention come from
 :func:`esbench.analysis.stats.mean_ci`.
 
 Transient against permanent (Schweighofer et al. 2026, arXiv:2605.30148, report that ES's drop is
-mostly drift that recovers): for an earlier stage i during stage j, the drop to the lowest point
-``E[i, j-1] - min_t p_i(t)`` against the drop at the stage's end ``E[i, j-1] - E[i, j]`` (``E`` the
-end-of-stage scores of :func:`~esbench.analysis.retention.score_matrix`); their difference
-``E[i, j] - min_t p_i(t)`` is the recovery. A drop is called transient when the recovery's interval
-lies above 0 and the end drop's holds 0, permanent when the end drop's lies above 0 and the
-recovery's holds 0, partly transient when both lie above 0.
+mostly drift that recovers): one definition for every report,
+:func:`esbench.analysis.retention_measures.drop_and_recovery` (the early and late drops, means
+over the first and the last third of the later stage's budget, and the recovery between them),
+per run in :func:`~esbench.analysis.retention.run_retention`'s rows; :func:`transient_summary`
+gives their means over seeds with intervals, the drop's reading
+(:func:`esbench.analysis.claims.retention.drop_reading`) and the verdict on "the drop recovers"
+(the recovery's interval above 0; not testable where the condition did not learn the later stage).
 
 Population size and Anchored Weight Decay: the same difference at ``g*`` between conditions of one
 algorithm (``@pop<N>`` conditions: larger minus smaller population; ``+awd`` minus plain), the
@@ -57,23 +63,27 @@ claims "forgetting shrinks with population size" and "AWD keeps retention at mat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from esbench.analysis.claims.retention import RETENTION_CLAIMS, drop_reading
+from esbench.analysis.claims.verdicts import decide, learned
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, base_algo
-from esbench.analysis.metrics.intervals import mean_ci, welch_ci
+from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.metrics.planning import seeds_to_decide
-from esbench.analysis.retention import LAST_K, score_matrix
+from esbench.analysis.retention import NONE
+from esbench.analysis.retention_measures import (
+    GainPath,
+    RetentionKind,
+    gain_and_retention,
+    mean_path,
+    pooled_se,
+    retention_at_matched_gain,
+    welch_diff_ci,
+)
 
-#: The smallest matched gain the retention report compares at, on the normalized scale (5% of the
-#: way from the untrained policies to the best reference run): below it, retention is read at the
-#: stage's first points, before any learning a comparison could be about.
-MIN_MATCHED_GAIN = 0.05
-#: Verdicts of a claim decided by an interval.
-SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
 #: Columns of :func:`matched_gain_table`.
 MATCHED_COLUMNS: tuple[str, ...] = (
     "sequence",
@@ -82,6 +92,8 @@ MATCHED_COLUMNS: tuple[str, ...] = (
     "algo",
     "n_seeds",
     "max_gain",
+    "min_effect",
+    "learned",
     "matched_gain",
     "retention_at_matched_gain",
     "low",
@@ -96,6 +108,7 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "a",
     "b",
     "matched_gain",
+    "min_effect",
     "retention_a",
     "retention_b",
     "difference",
@@ -108,150 +121,99 @@ CLAIM_COLUMNS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class GainPath:
-    """One run's path through a later stage j: gain and retention at each point of its span."""
-
-    algo: str
-    sequence: str
-    seed: int
-    stage_index: int
-    stage: str
-    gain: np.ndarray
-    retention: np.ndarray
-    progress: np.ndarray
-    """Training progress since the stage began at each point (timesteps, or evaluation points),
-    starting at 0 and strictly increasing."""
-
-
-def mean_path(paths: Sequence[GainPath]) -> tuple[np.ndarray, np.ndarray]:
-    """A condition's mean gain over its runs against training progress.
-
-    Each run is linear between its points; the grid is every run's progress up to the progress
-    every run covers (the shortest run's end), so no run is extrapolated.
-
-    Returns:
-        (grid, mean gain on it), both ascending in progress.
-    """
-    end = min(float(p.progress[-1]) for p in paths)
-    grid = np.unique(np.concatenate([p.progress[p.progress <= end] for p in paths]))
-    gains = np.array([np.interp(grid, p.progress, p.gain) for p in paths])
-    return grid, gains.mean(axis=0)
-
-
-def crossing(grid: np.ndarray, values: np.ndarray, g: float) -> float:
-    """The first ``grid`` position where ``values`` reach ``g``, linear between the two points
-    around the crossing; ``grid[0]`` when the first value does; NaN when none does."""
-    reached = np.flatnonzero(values >= g)
-    if not len(reached):
-        return float("nan")
-    n = int(reached[0])
-    if n == 0:
-        return float(grid[0])
-    x0, x1, t0, t1 = values[n - 1], values[n], grid[n - 1], grid[n]
-    return float(t0 + (g - x0) / (x1 - x0) * (t1 - t0))
-
-
-def retention_at_matched_gain(
-    paths: Sequence[GainPath], path: tuple[np.ndarray, np.ndarray], g: float
-) -> np.ndarray:
-    """Each run's retention at the progress where its condition's mean gain first reaches ``g``
-    (:func:`crossing` on ``path``, the condition's :func:`mean_path`); all NaN when the mean gain
-    never does (or ``g`` is NaN)."""
-    tau = crossing(*path, g) if np.isfinite(g) else float("nan")
-    if not np.isfinite(tau):
-        return np.full(len(paths), np.nan)
-    return np.array([np.interp(tau, p.progress, p.retention) for p in paths])
-
-
-def welch_diff_ci(
-    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95
-) -> tuple[float, float, float]:
-    """``mean(a) - mean(b)`` over the finite values, with Welch's t interval
-    (:func:`esbench.analysis.stats.welch_ci`: two independent groups, unequal variances,
-    Welch-Satterthwaite degrees of freedom).
-
-    Returns:
-        (difference, low, high); all NaN when a group has no finite value, NaN bounds when a group
-        has fewer than 2.
-    """
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
-    if not len(x) or not len(y):
-        return float("nan"), float("nan"), float("nan")
-    return welch_ci(x, y, confidence)
-
-
-def verdict(low: float, high: float, below_supports: bool = True) -> str:
-    """The claim's verdict from an interval of a difference: supported when the interval lies on
-    the claim's side of 0 (below it when ``below_supports``), contradicted on the other side,
-    undecided when it holds 0 or is undefined."""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return UNDECIDED
-    if high < 0:
-        return SUPPORTED if below_supports else CONTRADICTED
-    if low > 0:
-        return CONTRADICTED if below_supports else SUPPORTED
-    return UNDECIDED
-
-
 def gain_paths(curves: pd.DataFrame) -> list[GainPath]:
-    """Every run's (gain, retention) path through each of its later stages.
+    """Every run's (gain, retention) path through each of its later stages, on the normalized
+    scale: the gain of the stage's own score, the change of the earlier stages' mean score
+    (retention as a difference, :func:`~esbench.analysis.retention_measures.gain_and_retention`).
 
     Args:
         curves: :attr:`esbench.analysis.retention_report.RetentionData.curves` (normalized ``p``
-            per run, stage and point).
+            and its standard error ``se`` per run, stage and point).
 
     Returns:
-        One :class:`GainPath` per (run, later stage with at least one point).
+        One :class:`~esbench.analysis.retention_measures.GainPath` per (run, later stage with at
+        least one point).
     """
     out: list[GainPath] = []
     if curves.empty:
         return out
-    for (algo, sequence, seed, _), run in curves.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
-        wide = run.pivot_table(index=["timesteps", "train_stage"], columns="stage_index", values="p")
+    se_of = curves if "se" in curves else curves.assign(se=np.nan)
+    for (algo, sequence, seed, _), run in se_of.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
+        wide = run.set_index(["timesteps", "train_stage", "stage_index"])[["p", "se"]].unstack("stage_index")
         wide = wide.sort_index(level=[1, 0])
         names = run.drop_duplicates("stage_index").set_index("stage_index")["stage"]
         stage = wide.index.get_level_values("train_stage").to_numpy(int)
         timesteps = wide.index.get_level_values("timesteps").to_numpy(float)
-        p = wide.to_numpy(float).T  # (K, n_points)
+        p, se = wide["p"].to_numpy(float).T, wide["se"].to_numpy(float).T  # (K, n_points)
         for j in range(1, p.shape[0]):
             own = np.flatnonzero(stage == j)
             if not len(own):
                 continue
             span = np.concatenate([[own[0] - 1], own]) if own[0] > 0 else own
-            gain = p[j, span] - p[j, span[0]]
-            earlier = p[:j, span].mean(axis=0)
-            retention = earlier - earlier[0]
+            gain, retention = gain_and_retention(p[j, span], p[:j, span].mean(axis=0), "difference")
             progress = timesteps[span] - timesteps[span[0]]
-            path = GainPath(str(algo), str(sequence), int(seed), j, str(names[j]), gain, retention, progress)
-            out.append(path)
+            out.append(
+                GainPath(
+                    str(algo),
+                    str(sequence),
+                    int(seed),
+                    j,
+                    str(names[j]),
+                    gain,
+                    retention,
+                    progress,
+                    se[j, span],
+                )
+            )
     return out
 
 
-def matched_gain_table(
-    paths: Sequence[GainPath], rng: np.random.Generator, min_gain: float | None = None
-) -> pd.DataFrame:
+def path_of_run(
+    algo: str,
+    sequence: str,
+    seed: int,
+    stage: str,
+    progress: np.ndarray,
+    new: np.ndarray,
+    earlier: np.ndarray,
+    se: np.ndarray,
+    retention: RetentionKind,
+    stage_index: int = 1,
+) -> GainPath:
+    """One run's :class:`~esbench.analysis.retention_measures.GainPath` from its raw measures at the
+    stage's points (index 0 the stage's start): the one path every report builds."""
+    gain, kept = gain_and_retention(new, earlier, retention)
+    start = float(np.asarray(progress, dtype=float)[0])
+    return GainPath(algo, sequence, seed, stage_index, stage, gain, kept,
+                    np.asarray(progress, dtype=float) - start, np.asarray(se, dtype=float))  # fmt: skip
+
+
+def stage_se(paths: Sequence[GainPath]) -> float:
+    """The standard error of one evaluation of a stage's primary measure: pooled over the paths'
+    points after the stage's start, every condition's runs together (the measure's noise, not a
+    condition's: :func:`~esbench.analysis.retention_measures.pooled_se`)."""
+    return pooled_se([p.se[1:] for p in paths])
+
+
+def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> pd.DataFrame:
     """Per (sequence, later stage, condition): the matched gain ``g*`` and the retention there,
     mean over seeds with :func:`~esbench.analysis.stats.mean_ci`.
 
-    Args:
-        paths: :func:`gain_paths`.
-        rng: For the intervals.
-        min_gain: ``g*`` is the largest gain every condition's mean path reaches (None), or every
-            condition's whose mean path reaches ``min_gain`` (the others: no retention value,
-            ``n_seeds`` 0, their ``max_gain`` says why).
+    ``g*`` is the largest gain every condition that learned the stage reaches (its mean path's
+    largest gain above the stage's minimum effect, twice the standard error of one evaluation,
+    :func:`stage_se`: :func:`~esbench.analysis.claims.verdicts.learned`); a condition that did not
+    learn has no retention value (``n_seeds`` 0; ``max_gain``, ``min_effect`` and ``learned`` say
+    why).
 
     Returns:
         Columns :data:`MATCHED_COLUMNS` (``max_gain``: the largest gain of the condition's mean
-        path, :func:`mean_path`).
+        path, :func:`~esbench.analysis.retention_measures.mean_path`; ``min_effect``: twice
+        :func:`stage_se`).
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        by_algo = _by_condition(group)
-        means = {a: mean_path(mine) for a, mine in by_algo.items()}
-        top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
-        matched = {a for a, g in top.items() if min_gain is None or g >= min_gain}
+        by_algo, means, top, se = _conditions(group)
+        matched = {a for a in by_algo if learned(top[a], se)}
         g_star = min((top[a] for a in matched), default=float("nan"))
         for algo, mine in by_algo.items():
             at = g_star if algo in matched else float("nan")
@@ -266,6 +228,8 @@ def matched_gain_table(
                     "algo": algo,
                     "n_seeds": len(values),
                     "max_gain": top[algo],
+                    "min_effect": 2.0 * se,
+                    "learned": algo in matched,
                     "matched_gain": g_star,
                     "retention_at_matched_gain": mean,
                     "low": low,
@@ -280,13 +244,14 @@ def matched_gain_claims(
     family_of: Callable[[str], str | None],
     confidence: float = 0.95,
     per_pair: bool = False,
-    min_gain: float = 0.0,
 ) -> pd.DataFrame:
     """The pairwise claims at matched gain, per (sequence, later stage).
 
     The matched gain ``g*`` is the largest gain every condition's mean path reaches (module
     docstring); with ``per_pair``, the two conditions compared, so a condition that never gains
-    (a small population, say) leaves the other pairs' claims decidable.
+    (a small population, say) leaves the other pairs' claims decidable. Each claim's minimum
+    effect is twice the stage's :func:`stage_se`; a ``g*`` not above it
+    is "not testable: no learning".
 
     * ``es_forgets_more``: every ES condition against every RL condition (by ``family_of`` of
       the condition), ``d = y_a - y_b``; supported when the interval lies below 0.
@@ -296,32 +261,16 @@ def matched_gain_claims(
       supported when above 0.
 
     Returns:
-        Columns :data:`CLAIM_COLUMNS`; undecided with ``g* <= 0`` or below ``min_gain`` (no gain
-        to match; no seeds-to-decide either).
+        Columns :data:`CLAIM_COLUMNS` (no seeds-to-decide for a claim that is not testable).
     """
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
-        by_algo = _by_condition(group)
-        means = {a: mean_path(mine) for a, mine in by_algo.items()}
-        top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
-        conditions = sorted(top)
-        pairs: list[tuple[str, str, str, bool]] = []
-        fam = {a: family_of(base_algo(a)) for a in conditions}
-        for a in conditions:
-            for b in conditions:
-                if fam[a] == "es" and fam[b] not in (None, "es"):
-                    pairs.append(("es_forgets_more", a, b, True))
-                if AWD_SUFFIX in a and a.replace(AWD_SUFFIX, "", 1) == b:
-                    pairs.append(("awd_keeps_retention", a, b, False))
-                if POP_SEP in a and POP_SEP in b:
-                    (na, pa), (nb, pb) = a.rsplit(POP_SEP, 1), b.rsplit(POP_SEP, 1)
-                    if na == nb and int(pa) > int(pb):
-                        pairs.append(("larger_population_forgets_less", a, b, False))
-        for claim, a, b, below in pairs:
+        by_algo, means, top, se = _conditions(group)
+        for claim, a, b in _pairs(sorted(top), family_of):
             g_star = min(top[a], top[b]) if per_pair else min(top.values())
             at = {c: retention_at_matched_gain(by_algo[c], means[c], g_star) for c in (a, b)}
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
-            matchable = g_star > 0 and g_star >= min_gain
+            testable = learned(g_star, se)
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
             rows.append(
                 {
@@ -332,6 +281,7 @@ def matched_gain_claims(
                     "a": a,
                     "b": b,
                     "matched_gain": g_star,
+                    "min_effect": 2.0 * se,
                     "retention_a": float(np.mean(ya)) if len(ya) else float("nan"),
                     "retention_b": float(np.mean(yb)) if len(yb) else float("nan"),
                     "difference": d,
@@ -339,98 +289,98 @@ def matched_gain_claims(
                     "high": high,
                     "n_a": len(ya),
                     "n_b": len(yb),
-                    "verdict": verdict(low, high, below) if matchable else UNDECIDED,
-                    "seeds_to_decide": seeds_to_decide(ya, yb) if matchable else float("nan"),
+                    "verdict": decide(low, high, RETENTION_CLAIMS[claim].direction, testable=testable),
+                    "seeds_to_decide": seeds_to_decide(ya, yb) if testable else float("nan"),
                 }
             )
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
 
 
-def transient_table(curves: pd.DataFrame, rng: np.random.Generator, last_k: int = LAST_K) -> pd.DataFrame:
-    """Transient against permanent drop of each earlier stage i during each later stage j.
+def _pairs(conditions: Sequence[str], family_of: Callable[[str], str | None]) -> list[tuple[str, str, str]]:
+    """(claim, a, b) of every comparison the conditions allow (:func:`matched_gain_claims`)."""
+    pairs: list[tuple[str, str, str]] = []
+    fam = {a: family_of(base_algo(a)) for a in conditions}
+    for a in conditions:
+        for b in conditions:
+            if fam[a] == "es" and fam[b] not in (None, "es"):
+                pairs.append(("es_forgets_more", a, b))
+            if AWD_SUFFIX in a and a.replace(AWD_SUFFIX, "", 1) == b:
+                pairs.append(("awd_keeps_retention", a, b))
+            if POP_SEP in a and POP_SEP in b:
+                (na, pa), (nb, pb) = a.rsplit(POP_SEP, 1), b.rsplit(POP_SEP, 1)
+                if na == nb and int(pa) > int(pb):
+                    pairs.append(("larger_population_forgets_less", a, b))
+    return pairs
 
-    Per run: ``drop_lowest = E[i, j-1] - min_{t in j} p_i(t)``, ``drop_end = E[i, j-1] - E[i, j]``,
-    ``recovery = drop_lowest - drop_end``; per (sequence, condition, i, j) their means over seeds
-    with :func:`~esbench.analysis.stats.mean_ci` intervals and a verdict (module docstring).
+
+#: The per-run measures of a drop during a later stage (:func:`transient_summary`), as
+#: :func:`~esbench.analysis.retention.run_retention` names them.
+TRANSIENT_MEASURES: tuple[str, ...] = ("early_drop", "late_drop", "recovery")
+
+
+def transient_table(per_run: pd.DataFrame, matched: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Transient against permanent drop of each earlier stage i during each later stage j, from
+    the per-run drops of :func:`~esbench.analysis.retention.run_retention` (one definition:
+    :func:`~esbench.analysis.retention_measures.drop_and_recovery`).
+
+    Args:
+        per_run: :attr:`~esbench.analysis.retention_report.RetentionData.per_run`.
+        matched: :func:`matched_gain_table` of the same runs: whether each condition learned stage
+            j (the verdict is not testable where it did not).
+        rng: For the intervals.
 
     Returns:
-        Columns ``sequence``, ``algo``, ``stage_index`` (i), ``stage``, ``during`` (j), ``n_seeds``,
-        and ``<drop_lowest|drop_end|recovery>`` with ``_low``/``_high``, and ``verdict``.
+        :func:`transient_summary` per (sequence, condition, i, j).
     """
-    per_run = []
-    if curves.empty:
+    rows = per_run[per_run["metric"].isin(TRANSIENT_MEASURES) & (per_run["during"] != NONE)]
+    if rows.empty:
         return pd.DataFrame()
-    for (algo, sequence, seed, _), run in curves.groupby(["algo", "sequence", "seed", "run_id"], sort=True):
-        wide = run.pivot_table(index=["timesteps", "train_stage"], columns="stage_index", values="p")
-        wide = wide.sort_index(level=[1, 0])
-        names = run.drop_duplicates("stage_index").set_index("stage_index")["stage"]
-        stage = wide.index.get_level_values("train_stage").to_numpy(int)
-        p = wide.to_numpy(float).T
-        e = score_matrix(p, stage, last_k)
-        for j in range(1, p.shape[0]):
-            during = stage == j
-            if not during.any():
-                continue
-            for i in range(j):
-                lowest = float(p[i, during].min())
-                per_run.append(
-                    {
-                        "sequence": sequence,
-                        "algo": algo,
-                        "stage_index": i,
-                        "stage": str(names[i]),
-                        "during": j,
-                        "seed": seed,
-                        "drop_lowest": e[i, j - 1] - lowest,
-                        "drop_end": e[i, j - 1] - e[i, j],
-                        "recovery": e[i, j] - lowest,
-                    }
-                )
-    return transient_summary(
-        pd.DataFrame(per_run), ["sequence", "algo", "stage_index", "stage", "during"], rng
-    )
-
-
-#: The per-run measures of a drop during a later stage (:func:`transient_summary`).
-TRANSIENT_MEASURES: tuple[str, ...] = ("drop_lowest", "drop_end", "recovery")
+    keys = ["sequence", "algo", "stage_index", "stage", "during"]
+    wide = rows.pivot_table(index=[*keys, "seed"], columns="metric", values="value").reset_index()
+    learned_of = {
+        (str(r.sequence), str(r.algo), int(r.stage_index)): bool(r.learned) for r in matched.itertuples()
+    }
+    learned_col = [
+        learned_of.get((str(s), str(a), int(d)), False)
+        for s, a, d in zip(wide["sequence"], wide["algo"], wide["during"], strict=True)
+    ]
+    return transient_summary(wide.assign(learned=learned_col), keys, rng)
 
 
 def transient_summary(per_run: pd.DataFrame, keys: Sequence[str], rng: np.random.Generator) -> pd.DataFrame:
     """Per group of ``keys``, the mean over seeds of each of :data:`TRANSIENT_MEASURES` with its
-    :func:`~esbench.analysis.stats.mean_ci` interval, and the verdict: transient when the
-    recovery's interval lies above 0 and the end drop's does not, permanent when the end drop's
-    lies above 0 and the recovery's does not, partly transient when both, undecided otherwise.
+    :func:`~esbench.analysis.stats.mean_ci` interval, the drop's reading
+    (:func:`~esbench.analysis.claims.retention.drop_reading`) and the verdict on "the drop
+    recovers" (the recovery's interval above 0, by :func:`~esbench.analysis.claims.verdicts.decide`;
+    not testable where the group's ``learned`` is False).
 
     Args:
-        per_run: One row per run (and group), with ``keys`` and the three measures.
+        per_run: One row per run (and group), with ``keys``, the three measures and ``learned``
+            (whether the condition learned the later stage).
         keys: The columns that name a group (a condition, the stages).
 
     Returns:
-        ``keys``, ``n_seeds``, each measure with ``_low``/``_high``, and ``verdict``.
+        ``keys``, ``n_seeds``, each measure with ``_low``/``_high``, ``reading`` and ``verdict``.
     """
     rows = []
     if per_run.empty:
         return pd.DataFrame()
     for key, group in per_run.groupby(list(keys), sort=True):
-        row = dict(zip(keys, key, strict=True))
+        row: dict[str, object] = dict(zip(keys, key, strict=True))
         row["n_seeds"] = len(group)
+        ci: dict[str, tuple[float, float, float]] = {}
         for col in TRANSIENT_MEASURES:
-            mean, low, high = _mean_ci(group[col].to_numpy(float), rng)
+            ci[col] = _mean_ci(group[col].to_numpy(float), rng)
+            mean, low, high = ci[col]
             row.update({col: mean, f"{col}_low": low, f"{col}_high": high})
-        rows.append({**row, "verdict": _transient_verdict(row)})
+        testable = bool(group["learned"].all())
+        (_, early_low, _), (_, late_low, _), (_, rec_low, rec_high) = (ci[c] for c in TRANSIENT_MEASURES)
+        row["reading"] = drop_reading(early_low, late_low, rec_low, rec_high)
+        row["verdict"] = decide(
+            rec_low, rec_high, RETENTION_CLAIMS["drop_recovers"].direction, testable=testable
+        )
+        rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _transient_verdict(row: dict) -> str:
-    recovers = np.isfinite(row["recovery_low"]) and row["recovery_low"] > 0
-    stays = np.isfinite(row["drop_end_low"]) and row["drop_end_low"] > 0
-    if recovers and stays:
-        return "partly transient"
-    if recovers:
-        return "transient"
-    if stays:
-        return "permanent"
-    return UNDECIDED
 
 
 def _mean_ci(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
@@ -442,6 +392,17 @@ def _mean_ci(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float
         return float(values[0]), float("nan"), float("nan")
     mean, low, high = mean_ci(values, rng)
     return float(mean), float(low), float(high)
+
+
+def _conditions(
+    paths: Sequence[GainPath],
+) -> tuple[dict[str, list[GainPath]], dict[str, tuple[np.ndarray, np.ndarray]], dict[str, float], float]:
+    """Per condition of one (sequence, stage): its paths, its mean path and that path's largest gain;
+    and the stage's :func:`stage_se`."""
+    by_algo = _by_condition(paths)
+    means = {a: mean_path(mine) for a, mine in by_algo.items()}
+    top = {a: float(np.max(gain)) for a, (_, gain) in means.items()}
+    return by_algo, means, top, stage_se(paths)
 
 
 def _by_condition(paths: Sequence[GainPath]) -> dict[str, list[GainPath]]:
@@ -456,3 +417,8 @@ def _by_stage(paths: Sequence[GainPath]) -> dict[tuple[str, int], list[GainPath]
     for p in paths:
         groups.setdefault((p.sequence, p.stage_index), []).append(p)
     return dict(sorted(groups.items()))
+
+
+def learned_by_condition(matched: pd.DataFrame) -> Mapping[tuple[str, str], bool]:
+    """Whether each (sequence, condition) learned every later stage (:func:`matched_gain_table`)."""
+    return {(str(s), str(a)): bool(g["learned"].all()) for (s, a), g in matched.groupby(["sequence", "algo"])}

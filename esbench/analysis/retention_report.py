@@ -15,8 +15,8 @@ the tidy tables the ``retention`` report section draws and tabulates
 
 Normalization (stated in every report): ``p_i(t) = (R_i(t) - R_i^random) / (R_i^ref - R_i^random)``
 on **one scale for every algorithm** of a sequence (:func:`common_scale`): R_i^ref is the best
-final return (mean of the last :data:`~esbench.analysis.retention.LAST_K` evaluations, averaged over
-seeds) that any algorithm's single-stage reference runs of stage i reached, and R_i^random the mean
+final return (the score of the model a run ended with, averaged over seeds) that any algorithm's
+single-stage reference runs of stage i reached, and R_i^random the mean
 over every algorithm's sequence runs of their untrained policy's return on stage i (the evaluation
 at timestep 0). A score of 0.7 then means the same return for ES and for RL. Where no algorithm has
 a reference run of stage i, the best end-of-stage-i return of any algorithm's sequence runs stands
@@ -64,6 +64,7 @@ from esbench.analysis.retention import (
     sequence_curves,
 )
 from esbench.analysis.retention_behaviour import BEHAVIOUR_COLUMNS, behaviour_rows, load_probes
+from esbench.analysis.retention_measures import evaluation_se, stage_end_value
 from esbench.analysis.stats import interpolate_runs
 from esbench.tracking.schema import (
     CONFIG_FILE,
@@ -265,7 +266,8 @@ class RetentionData:
             ``old_stage_change`` rows per later stage j, ``stage_index`` = j).
         curves: Normalized curves, one row per (run, evaluated stage, point): ``algo``,
             ``sequence``, ``seed``, ``run_id``, ``stage_index``, ``stage``, ``timesteps``,
-            ``train_stage``, ``p`` (normalized), ``return`` (raw).
+            ``train_stage``, ``p`` (normalized), ``se`` (the standard error of that evaluation's mean,
+            on the normalized scale: :func:`evaluation_se_curves`), ``return`` (raw).
         boundaries: One row per (run, stage): ``algo``, ``sequence``, ``seed``, ``stage_index``,
             ``stage``, ``end_timesteps`` (T_k).
         drift: One row per (run, boundary k = 1..K): ``algo``, ``sequence``, ``seed``,
@@ -349,21 +351,22 @@ def _gain_rows(e: np.ndarray, stages: tuple[str, ...]) -> list[tuple[int, str, i
 def common_scale(
     r_ref_own: Mapping[str, np.ndarray],
     curves: Mapping[str, Sequence[SequenceCurves]],
-    last_k: int = LAST_K,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """One normalization per stage, the same for every algorithm of a sequence.
 
     ``R_i^ref`` is the best final return any algorithm's single-stage reference runs of stage i
-    reached (each algorithm's mean over its reference seeds; the largest of those), so 1 means "as
-    good as the best algorithm trained on stage i alone" whichever algorithm is scored. Where no
-    algorithm has a reference run of stage i, the best end-of-stage-i return of any algorithm's
-    sequence runs stands in (mean over seeds). ``R_i^random`` is the untrained policies' return
+    reached (the score of the model each run ended with, each algorithm's mean over its reference
+    seeds; the largest of those), so 1 means "as good as the best algorithm trained on stage i
+    alone" whichever algorithm is scored. Where no algorithm has a reference run of stage i, the
+    best end-of-stage-i return of any algorithm's sequence runs stands in (the model each run ended
+    stage i with, :func:`~esbench.analysis.retention_measures.stage_end_value`; mean over seeds).
+    Always a model's score: never a mean over points of one run, which at a stage of two points
+    would average the untrained model with the trained one. ``R_i^random`` is the untrained policies' return
     on stage i: the mean, over every algorithm's sequence runs, of their evaluation at timestep 0.
 
     Args:
         r_ref_own: Per algorithm, its own reference final return per stage, shape (K,) (NaN: none).
         curves: Per algorithm, its sequence runs' curves.
-        last_k: Evaluations averaged at a stage's end.
 
     Returns:
         (r_random, r_ref, source): arrays of shape (K,), and per stage where R^ref came from
@@ -380,7 +383,7 @@ def common_scale(
         if not refs:
             kind = "sequence end"
             refs = {
-                a: float(np.mean([score_matrix(c.returns, c.train_stage, last_k)[k, k] for c in runs]))
+                a: float(np.mean([stage_end_value(c.returns, c.train_stage, k)[k] for c in runs]))
                 for a, runs in curves.items()
                 if runs
             }
@@ -445,7 +448,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                     ref_missing.append(f"stage {k} ({name}): seed(s) {_seed_list(lacking)}")
                 if ref_curves:
                     refs.append(mean_reference(ref_curves))
-                    r_ref_of.append(float(np.mean([np.mean(r[-last_k:]) for _, r in ref_curves])))
+                    r_ref_of.append(float(np.mean([r[-1] for _, r in ref_curves])))
                 else:
                     refs.append(None)
                     r_ref_of.append(math.nan)
@@ -460,7 +463,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                     "references_missing": "; ".join(ref_missing),
                 }
             )
-            loaded: list[tuple[int, pd.Series, pd.DataFrame, SequenceCurves]] = []
+            loaded: list[tuple[int, pd.Series, pd.DataFrame, SequenceCurves, np.ndarray]] = []
             for _, run in done.sort_values("seed").iterrows():
                 seed = int(run["seed"])
                 where = f"{algo}/{sequence} seed {seed} ({run['run_id']})"
@@ -473,7 +476,9 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 if not len(curves.timesteps) or curves.timesteps[0] != 0:
                     problems.append(f"{where}: no evaluation at timestep 0 (the untrained policy)")
                     continue
-                loaded.append((seed, run, metrics, curves))
+                loaded.append(
+                    (seed, run, metrics, curves, evaluation_se_curves(run["path"], metrics, stages))
+                )
             algos[str(algo)] = {
                 "refs": refs,
                 "r_ref_own": np.asarray(r_ref_of, dtype=float),
@@ -483,13 +488,12 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
             }
         r_random, r_ref, source = common_scale(
             {a: v["r_ref_own"] for a, v in algos.items()},
-            {a: [c for *_, c in v["loaded"]] for a, v in algos.items()},
-            last_k,
+            {a: [c for _, _, _, c, _ in v["loaded"]] for a, v in algos.items()},
         )
         # Pass 2: every run on the one scale.
         for algo, info in algos.items():
             analysed: list[int] = []
-            for seed, run, metrics, curves in info["loaded"]:
+            for seed, run, metrics, curves, se_raw in info["loaded"]:
                 where = f"{algo}/{sequence} seed {seed} ({run['run_id']})"
                 flat = np.flatnonzero(~(np.abs(r_ref - r_random) > scale_tol))
                 if len(flat):
@@ -506,6 +510,7 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                         "its normalized scores run upside down; kept, read them with care"
                     )
                 counts = np.bincount(curves.train_stage, minlength=len(stages))
+                counts[0] -= int(counts[0] > 1)  # the untrained policy is no end-of-stage point
                 short = [f"{k} ({stages[k]}): {int(n)}" for k, n in enumerate(counts) if n < last_k]
                 if short:
                     problems.append(
@@ -538,7 +543,8 @@ def analyse_retention(runs: pd.DataFrame, last_k: int = LAST_K, scale_tol: float
                 extra = pd.DataFrame(_gain_rows(e_matrix, stages), columns=list(table.columns))
                 table = pd.concat([table, extra], ignore_index=True) if len(extra) else table
                 per_run.append(table.assign(algo=algo, sequence=str(sequence), seed=seed))
-                curve_rows.append(_curve_frame(curves, p, algo, str(sequence), seed, str(run["run_id"])))
+                se = se_raw / np.abs(r_ref - r_random)[:, None]
+                curve_rows.append(_curve_frame(curves, p, se, algo, str(sequence), seed, str(run["run_id"])))
                 drift_curve_rows.append(
                     drift_curve_frame(metrics, stages, show_kl=behaviour is None or stochastic).assign(
                         algo=algo, sequence=str(sequence), seed=seed, run_id=str(run["run_id"])
@@ -693,12 +699,38 @@ _CURVE_COLUMNS = [
     "timesteps",
     "train_stage",
     "p",
+    "se",
     "return",
 ]
 
 
+def evaluation_se_curves(run_dir: str | Path, metrics: pd.DataFrame, stages: Sequence[str]) -> np.ndarray:
+    """The standard error of each evaluation's mean return, per stage and point, shape (K, n_points)
+    (:func:`~esbench.analysis.retention_measures.evaluation_se`: ``eval_return_std`` over the square
+    root of the episodes it averages: ``eval.episodes``, or a language model's held-out prompts,
+    ``lm.decoding.eval_prompts``), aligned with :func:`~esbench.analysis.retention.sequence_curves`;
+    all NaN when the run logged no standard deviation or names no episode count."""
+    std = metrics.get("eval_return_std")
+    aligned = metrics.assign(eval_return_std=np.nan) if std is None else metrics
+    spread = aligned.assign(
+        eval_return_mean=aligned["eval_return_std"].where(aligned["eval_return_mean"].notna())
+    )
+    cfg = read_config(Path(run_dir) / CONFIG_FILE)
+    n = config_value(cfg, "lm.decoding.eval_prompts", default=None) or config_value(
+        cfg, "eval.episodes", default=None
+    )
+    shape = sequence_curves(metrics, stages).returns.shape
+    try:
+        values = sequence_curves(spread, stages).returns
+    except ValueError:  # no standard deviation at some point
+        return np.full(shape, np.nan)
+    if values.shape != shape or n is None:
+        return np.full(shape, np.nan)
+    return evaluation_se(values, float(n))
+
+
 def _curve_frame(
-    curves: SequenceCurves, p: np.ndarray, algo: str, sequence: str, seed: int, run_id: str
+    curves: SequenceCurves, p: np.ndarray, se: np.ndarray, algo: str, sequence: str, seed: int, run_id: str
 ) -> pd.DataFrame:
     n = len(curves.timesteps)
     parts = []
@@ -715,6 +747,7 @@ def _curve_frame(
                     "timesteps": curves.timesteps,
                     "train_stage": curves.train_stage,
                     "p": p[i, :n],
+                    "se": se[i, :n],
                     "return": curves.returns[i, :n],
                 }
             )

@@ -44,6 +44,20 @@ def fmt_num(value: object, digits: int = 3) -> str:
     return f"{f:.{digits}g}" if abs(f) < 10**digits else f"{f:.0f}"
 
 
+def interval_cell(mean: float, low: float, high: float, digits: int = 3) -> str:
+    """``mean [low, high]`` (``mean`` alone without an interval; "" without a mean)."""
+    if math.isfinite(low) and math.isfinite(high):
+        return f"{fmt_num(mean, digits)} [{fmt_num(low, digits)}, {fmt_num(high, digits)}]"
+    return fmt_num(mean, digits)
+
+
+def table_block(paths: dict[str, Path], root: Path) -> str:
+    """A written table's Markdown (:func:`write_table`) with links to its CSV, MD and TEX files,
+    relative to the report's ``root``: the block a report embeds."""
+    links = ", ".join(f"[{k.upper()}]({p.relative_to(root).as_posix()})" for k, p in paths.items())
+    return paths["md"].read_text() + f"\n({links})\n"
+
+
 def to_markdown(table: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table of the (string) cells of ``table``."""
     cols = [str(c) for c in table.columns]

@@ -60,15 +60,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from esbench.analysis.claims.verdicts import CONTRADICTED, SUPPORTED, UNDECIDED
 from esbench.analysis.curves import first_reach
 from esbench.analysis.metrics.intervals import N_RESAMPLES
 from esbench.analysis.metrics.planning import PLANNING_POWER
 from esbench.analysis.stats import REACH_COLUMN, interpolate_runs, reach_scores
 from esbench.analysis.tables import fmt_num
 
-SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
-
-#: The three labels every verdict takes.
+#: The three labels an interval's verdict takes here (the whole vocabulary, with "not testable" and
+#: "not tested": :data:`esbench.analysis.claims.verdicts.VERDICTS`).
 VERDICT_LABELS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED)
 
 #: The interval method of times to a target, as a report names it.

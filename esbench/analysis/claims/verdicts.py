@@ -1,0 +1,65 @@
+"""The one verdict vocabulary and the one rule that turns an interval into a verdict.
+
+A comparative claim is about a statistic (a difference of retention, a recovery, a ratio) and a
+side of a limit: "below 0", "above 0", "below 10x". Its verdict, from the statistic's interval:
+
+* **supported** when the whole interval lies on the claim's side of the limit;
+* **contradicted** when it lies wholly on the other side;
+* **undecided** when it holds the limit, or there is no interval (fewer than 2 seeds);
+* **not testable: no learning** when the study did not learn what the claim is about (its primary
+  measure's effect is not above the claim's minimum effect, :func:`learned`): the interval is then
+  never read, whatever it says. A study must learn before it can decide;
+* **not tested** when the runs lack the conditions the claim compares.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+SUPPORTED = "supported"
+CONTRADICTED = "contradicted"
+UNDECIDED = "undecided"
+NOT_TESTABLE = "not testable: no learning"
+NOT_TESTED = "not tested"
+
+#: Every verdict a claim takes, in the order a reader meets them.
+VERDICTS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED, NOT_TESTABLE, NOT_TESTED)
+
+#: The claim's side of its limit: the statistic is below it, or above it.
+Direction = Literal["below", "above"]
+
+#: The minimum effect, in standard errors of one evaluation of the primary measure.
+MIN_EFFECT_SE = 2.0
+
+
+def learned(effect: float, se: float, factor: float = MIN_EFFECT_SE) -> bool:
+    """Whether ``effect`` (a gain of the primary measure) exceeds ``factor`` standard errors of one
+    evaluation of that measure (``se``); False when either is not finite or the effect is not
+    positive. With ``se`` 0 (a solve rate of 0 at every point: no spread) any positive gain counts,
+    and a gain of 0 never does."""
+    if not (math.isfinite(effect) and math.isfinite(se)):
+        return False
+    return effect > 0 and effect > factor * se
+
+
+def decide(low: float, high: float, direction: Direction, limit: float = 0.0, testable: bool = True) -> str:
+    """The verdict of "the statistic is ``direction`` ``limit``" from its interval (module doc).
+
+    Args:
+        low, high: The statistic's interval (NaN: none).
+        direction: ``"below"`` or ``"above"``: the claim's side of ``limit``.
+        limit: The claim's bound.
+        testable: Whether the study learned enough to decide (:func:`learned`); False gives
+            :data:`NOT_TESTABLE` whatever the interval.
+    """
+    if direction not in ("below", "above"):
+        raise ValueError(f"direction must be 'below' or 'above', got {direction!r}")
+    if not testable:
+        return NOT_TESTABLE
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return UNDECIDED
+    below, above = high < limit, low > limit
+    if below or above:
+        return SUPPORTED if below == (direction == "below") else CONTRADICTED
+    return UNDECIDED
