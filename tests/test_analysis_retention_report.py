@@ -37,7 +37,7 @@ from esbench.analysis.retention_report import (
     scan_sequence_runs,
 )
 from esbench.analysis.wandb_report import log_report_to_wandb
-from esbench.metrics.distribution import gaussian
+from esbench.measures.distribution import gaussian
 from esbench.recipes import all_jobs, get_recipe, sequence_shape
 from esbench.tracking.schema import SNAPSHOT_DRIFT_FILE
 from esbench.utils.layout import Block

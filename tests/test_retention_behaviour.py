@@ -30,7 +30,7 @@ from esbench.analysis.retention_behaviour import (
     write_probes,
 )
 from esbench.baselines.evaluation import action_distribution
-from esbench.metrics.distribution import categorical, gaussian
+from esbench.measures.distribution import categorical, gaussian
 from esbench.policies.mlp import MLPPolicy
 from esbench.tracking.schema import PROBE_STATES_FILE, PROBES_FILE
 from esbench.tracking.snapshot_drift import SnapshotDrift

@@ -22,7 +22,7 @@ from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.evaluation import action_distribution, deterministic_act
 from esbench.config.compose import compose_run_config
 from esbench.envs import make_env
-from esbench.metrics.distribution import (
+from esbench.measures.distribution import (
     ACTION_STD,
     categorical,
     deterministic_gaussian,

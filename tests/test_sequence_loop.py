@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from esbench.metrics.distribution import CATEGORICAL, ActionDist
+from esbench.measures.distribution import CATEGORICAL, ActionDist
 from esbench.tracking.stage_states import StageStates
 from esbench.training.ruler import Confirmation, Counters, Stage, StageEval, StagePlan
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from esbench.metrics.distribution import CATEGORICAL, ActionDist
+from esbench.measures.distribution import CATEGORICAL, ActionDist
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.stage_states import StageStates
 from esbench.tracking.store import RunFileError, RunStore

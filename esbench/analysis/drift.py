@@ -1,6 +1,6 @@
 """Parameter drift in the analysis' terms: per-layer drift as a frame, and blocks pooled into groups.
 
-The numbers are :mod:`esbench.metrics.drift`'s (shared with the run that logs them); the table of
+The numbers are :mod:`esbench.measures.drift`'s (shared with the run that logs them); the table of
 drift between a run's snapshots is the run file :mod:`esbench.tracking.snapshot_drift`. This module
 adds what only the retention analysis needs: :func:`layer_drift` as a ``DataFrame`` and
 :func:`pool_blocks` (a transformer layer's tensors into the layer, exactly).
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from esbench.metrics.drift import SPARSITY_THRESHOLDS, block_drift
+from esbench.measures.drift import SPARSITY_THRESHOLDS, block_drift
 from esbench.utils.layout import ParamLayout
 
 
@@ -23,7 +23,7 @@ def layer_drift(
     layout: ParamLayout,
     thresholds: Sequence[float] = SPARSITY_THRESHOLDS,
 ) -> pd.DataFrame:
-    """:func:`~esbench.metrics.drift.param_drift` per block of ``layout``.
+    """:func:`~esbench.measures.drift.param_drift` per block of ``layout``.
 
     Returns:
         One row per block: ``layer`` (block index), ``shape``, ``size``, ``l2``, ``rel``,

@@ -91,7 +91,7 @@ the *drift* since stage k ended (final minus end of stage k: what could have cau
 Policy drift: the KL divergence ``KL(π_k || π)`` between the policy π_k that ended stage k and
 the current one π, averaged over states π_k visited on stage k. The trainers compute it at every
 evaluation point (the ``policy_kl`` column of ``metrics.csv``, on the row evaluating stage k; see
-:mod:`esbench.training.drift`), with the formulas of :mod:`esbench.metrics.distribution`,
+:mod:`esbench.training.drift`), with the formulas of :mod:`esbench.measures.distribution`,
 re-exported here: :func:`kl_deterministic_gaussian` for deterministic continuous ES policies (a
 Gaussian of std σ around each action, σ = the ES action noise, 0.01 by default),
 :func:`kl_categorical` for discrete policies (softmax of logits), :func:`kl_diag_gaussian` for
@@ -120,21 +120,21 @@ from esbench.analysis.retention_measures import DROP_WINDOWS, DropWindows, drop_
 from esbench.analysis.stats import IncompleteResultsError
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
-from esbench.metrics.distribution import (  # re-exported: the KL formulas
+from esbench.measures.distribution import (  # re-exported: the KL formulas
     ACTION_STD as ACTION_STD,
 )
-from esbench.metrics.distribution import (
+from esbench.measures.distribution import (
     kl_categorical as kl_categorical,
 )
-from esbench.metrics.distribution import (
+from esbench.measures.distribution import (
     kl_deterministic_gaussian as kl_deterministic_gaussian,
 )
-from esbench.metrics.distribution import (
+from esbench.measures.distribution import (
     kl_diag_gaussian as kl_diag_gaussian,
 )
-from esbench.metrics.drift import SPARSITY_THRESHOLDS
-from esbench.metrics.drift import param_drift as param_drift  # re-exported
-from esbench.metrics.drift import update_sparsity as update_sparsity  # re-exported
+from esbench.measures.drift import SPARSITY_THRESHOLDS
+from esbench.measures.drift import param_drift as param_drift  # re-exported
+from esbench.measures.drift import update_sparsity as update_sparsity  # re-exported
 from esbench.tracking.snapshot_drift import SnapshotDrift
 from esbench.utils.layout import Block, ParamLayout, check_layout
 
@@ -622,7 +622,7 @@ def load_snapshots(path: str | Path) -> Snapshots:
 # --- policy drift ------------------------------------------------------------------------------
 
 
-# The KL formulas live with the action distributions (esbench.metrics.distribution), shared
+# The KL formulas live with the action distributions (esbench.measures.distribution), shared
 # with the trainers that compute the ``policy_kl`` metrics column; re-exported here.
 
 

@@ -51,7 +51,7 @@ import pandas as pd
 from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.config.registry import label_of
-from esbench.metrics.distribution import CATEGORICAL, GAUSSIAN, ActionDist, kl_divergence
+from esbench.measures.distribution import CATEGORICAL, GAUSSIAN, ActionDist, kl_divergence
 from esbench.tracking.probes import Probes, load_probes, probes_of, write_probes
 from esbench.tracking.snapshot_drift import SnapshotDrift
 
@@ -95,7 +95,7 @@ def mean_action(
     """The mean action of a policy on each of its states, on the scale every algorithm shares.
 
     Args:
-        dist: The policy's action distributions on n states (:mod:`esbench.metrics.distribution`).
+        dist: The policy's action distributions on n states (:mod:`esbench.measures.distribution`).
         stochastic: The policy samples its actions from ``dist`` (SB3's actor-critic policies);
             False for a policy that acts by the mean or the argmax (ES, DQN).
         low: The Box action space's lower bounds (continuous actions), or None.

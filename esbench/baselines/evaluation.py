@@ -36,7 +36,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
 from esbench.config.eval_protocol import DETERMINISTIC, EvalProtocol
-from esbench.metrics.distribution import ActionDist, categorical, gaussian
+from esbench.measures.distribution import ActionDist, categorical, gaussian
 from esbench.policies.episode import discrete_action, run_episode
 from esbench.utils.seeding import EVAL_ACTIONS, generator
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.utils.layout import ParamLayout, flat_layout
 
 
@@ -42,7 +42,7 @@ class Policy(ABC):
         """The policy's action distributions on a batch of raw observations, shape (n, *obs_shape)
         (normalized inside, as :meth:`act` does): categorical from the logits its argmax acts on,
         or, for a continuous action, a Gaussian of std
-        :data:`~esbench.metrics.distribution.ACTION_STD` around it (the KL of issue #14)."""
+        :data:`~esbench.measures.distribution.ACTION_STD` around it (the KL of issue #14)."""
         raise NotImplementedError(f"{type(self).__name__} has no action distribution")
 
     def param_layout(self) -> ParamLayout:

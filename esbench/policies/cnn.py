@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from esbench.metrics.distribution import ActionDist, categorical
+from esbench.measures.distribution import ActionDist, categorical
 from esbench.policies.base import Policy
 from esbench.utils.layout import Block, ParamLayout
 

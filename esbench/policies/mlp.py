@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from esbench.metrics.distribution import ActionDist, categorical, deterministic_gaussian
+from esbench.measures.distribution import ActionDist, categorical, deterministic_gaussian
 from esbench.policies.base import Policy
 from esbench.utils.layout import Block, ParamLayout
 

@@ -93,7 +93,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
 )
 
 #: The metrics columns of parameter drift from the last stage-boundary snapshot (values:
-#: :func:`esbench.metrics.drift.param_drift` at :data:`~esbench.metrics.drift.SPARSITY_THRESHOLDS`).
+#: :func:`esbench.measures.drift.param_drift` at :data:`~esbench.measures.drift.SPARSITY_THRESHOLDS`).
 DRIFT_COLUMNS: tuple[str, ...] = ("drift_l2", "drift_rel", "drift_sparsity_1e-6", "drift_sparsity_1e-4")
 #: The metrics column of policy drift on an ended stage's states.
 KL_COLUMN = "policy_kl"

@@ -2,7 +2,7 @@
 
 Every drift number the retention analysis takes from a run's stage-boundary snapshots is a
 function of one pair of snapshot rows: :func:`pairwise_drift` computes them all, over the whole
-vector and per layer (the numbers of :mod:`esbench.metrics.drift`), and :class:`SnapshotDrift`
+vector and per layer (the numbers of :mod:`esbench.measures.drift`), and :class:`SnapshotDrift`
 answers from that table. A run writes the table beside its snapshots
 (:data:`~esbench.tracking.schema.SNAPSHOT_DRIFT_FILE`, a few kilobytes, :func:`write_snapshot_drift`),
 so a report whose ``data/`` cannot ship a language model's 12 MB of snapshots still re-derives its
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from esbench.metrics.drift import SPARSITY_THRESHOLDS, block_drift, param_drift
+from esbench.measures.drift import SPARSITY_THRESHOLDS, block_drift, param_drift
 from esbench.utils.io import atomic_write_text
 from esbench.utils.layout import ParamLayout, check_layout
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.utils.io import atomic_write_bytes
 
 

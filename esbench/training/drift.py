@@ -17,7 +17,7 @@ states"):
   :data:`MAX_STATES` of the observations it sees are kept, evenly spaced (:func:`visited_states`),
   with π_k's action distributions on them, computed with π_k's own observation normalization
   (:class:`StageStates`). At every later point the current policy's distributions on those states
-  give ``policy_kl = mean_s KL(π_k(.|s) || π(.|s))`` (:mod:`esbench.metrics.distribution`), on
+  give ``policy_kl = mean_s KL(π_k(.|s) || π(.|s))`` (:mod:`esbench.measures.distribution`), on
   the row evaluating stage k. At the point that ends stage k it is 0 by construction.
 
 The recorded states are data (arrays), kept in the trainers' checkpoints (a resumed run computes
@@ -44,8 +44,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from esbench.metrics.distribution import ActionDist, kl_divergence
-from esbench.metrics.drift import SPARSITY_THRESHOLDS, param_drift
+from esbench.measures.distribution import ActionDist, kl_divergence
+from esbench.measures.drift import SPARSITY_THRESHOLDS, param_drift
 from esbench.policies.episode import discrete_action, run_episode
 from esbench.tracking.probes import probes_of
 from esbench.tracking.probes import write_probes as write_probes_file

@@ -30,7 +30,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from esbench.config.schema import stop_at_return
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.policies.obs_norm import ObsStats
 from esbench.runtime.cluster import dask_client, worker_count
 from esbench.runtime.evaluator import MemberEvaluator, split_members

@@ -29,7 +29,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.tracking.stage_states import StageStates
 from esbench.training.ruler import Stage, StageEval
 

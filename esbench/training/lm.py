@@ -55,7 +55,7 @@ from esbench.config.errors import ConfigError
 from esbench.config.lm import ModelConfig, PretrainConfig
 from esbench.envs.checks import LM_TASKS
 from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
-from esbench.metrics.distribution import CATEGORICAL, ActionDist
+from esbench.measures.distribution import CATEGORICAL, ActionDist
 from esbench.policies.lm.decoding import greedy_completions
 from esbench.policies.lm.evaluation import answer_loss, next_token_kl, teacher_forced
 from esbench.policies.lm.model import build_model

@@ -60,7 +60,7 @@ from esbench.baselines.configs import resolve_hparams
 from esbench.baselines.sb3 import build_model, make_training_env
 from esbench.config.schema import stop_at_return
 from esbench.envs import make_env
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.runtime.cluster import dask_client, in_dask_task, is_sole_run_of_process
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE

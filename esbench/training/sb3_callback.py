@@ -31,7 +31,7 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from esbench.baselines.evaluation import action_distribution, deterministic_act, evaluate
 from esbench.config.eval_protocol import EvalProtocol, eval_protocol
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.tracking.stage_states import StageStates
 from esbench.training.drift import record_stage_states
 from esbench.training.ruler import Counters, StageEval

@@ -55,7 +55,7 @@ from stable_baselines3.common.buffers import BaseBuffer
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.tracking.stage_states import StageStates
 from esbench.training.checkpoint import StateKind
 from esbench.training.sb3_progress import Progress

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from esbench.metrics.distribution import ActionDist
+from esbench.measures.distribution import ActionDist
 from esbench.tracking.stage_states import StageStates
 from esbench.training.learner import Confirms, Evaluable, EvaluatesStochastic
 from esbench.training.ruler import (
