@@ -1,21 +1,34 @@
-"""What the runner computes cannot change unnoticed: golden data for a smoke-scale sample of the
-committed recipes (``tests/golden/``), compared by ``tests/test_readme_command.py`` with the runs of the
-default suite's one ``esbench reproduce table1 scale=smoke``.
+"""What the runner computes cannot change unnoticed: golden data for the committed recipes at smoke
+scale (``tests/golden/``).
 
-The sample is table1's smoke recipe (``experiments/table1.yaml``): its OpenAI-ES and TRPO jobs, whole.
+Two sets, two tests:
+
+* a sample, table1's smoke recipe (``experiments/table1.yaml``): its OpenAI-ES and TRPO jobs, whole
+  (``tests/golden/table1_smoke_*.csv``), compared by ``tests/test_readme_command.py`` with the runs of
+  the default suite's one ``esbench reproduce table1 scale=smoke``;
+* every job of every recipe (``tests/golden/smoke/<recipe>/<run id>.csv``, and each run's final
+  ``params_sha256`` in ``tests/golden/smoke/params.json``): every learner (the ES variants, the SB3
+  baselines, Atari, sequences of stages, the language-model ES, EGGROLL and GRPO), compared by
+  ``tests/test_recipes_smoke.py`` with the runs of its ``esbench reproduce all scale=smoke``.
+
 Every metrics column is compared but the timing ones (:data:`tests.conftest.TIMING_COLUMNS`: they
 depend on the machine, not on the computation): timesteps, frames, episodes and the task columns
 exactly, returns to a relative 1e-9 (the CSV round trip of a float64), the float32 norms to 1e-6
 (:data:`FLOAT32_NORMS`). A change that alters
 these numbers must regenerate the golden data on purpose, and say so in its commit::
 
-    PYTHONPATH=. python -m tests.smoke_golden --update
+    PYTHONPATH=. python -m tests.smoke_golden --update          # the table1 sample
+    PYTHONPATH=. python -m tests.smoke_golden --update-all      # every recipe (about 15 minutes)
+    PYTHONPATH=. python -m tests.smoke_golden --update-all RUNS # from an existing reproduction's runs
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +37,9 @@ import pandas as pd
 from tests.conftest import REPO, esbench, read_run
 
 GOLDEN = REPO / "tests" / "golden"
+#: Every recipe's smoke runs: ``<recipe>/<run id>.csv`` and ``params.json``.
+GOLDEN_ALL = GOLDEN / "smoke"
+PARAMS_FILE = GOLDEN_ALL / "params.json"
 #: (golden file stem, the table1 smoke job's algo).
 SAMPLE: tuple[tuple[str, str], ...] = (("table1_smoke_openai_es", "openai_es"), ("table1_smoke_trpo", "trpo"))
 EXACT = ("generation", "timesteps", "frames", "episodes", "eval_timesteps", "train_task", "eval_task")
@@ -43,6 +59,26 @@ def sample_runs(results: Path) -> dict[str, Path]:
     return runs
 
 
+def every_run(results: Path) -> dict[str, Path]:
+    """Every run directory of a reproduction's runs in ``results``, by ``<recipe>/<run id>``."""
+    summaries = sorted(results.glob("*/*/summary.json"))
+    return {f"{s.parent.parent.name}/{s.parent.name}": s.parent for s in summaries}
+
+
+def golden_runs() -> list[str]:
+    """The ``<recipe>/<run id>`` of every run with golden data."""
+    return sorted(json.loads(PARAMS_FILE.read_text()))
+
+
+def compare_run(key: str, run_dir: Path) -> None:
+    """Assert the run at ``run_dir`` computed what its golden data says: its metrics (:func:`compare`)
+    and its final parameters (their sha256, bit for bit)."""
+    fresh, summary = read_run(run_dir)
+    compare(pd.read_csv(GOLDEN_ALL / f"{key}.csv"), fresh)
+    want = json.loads(PARAMS_FILE.read_text())[key]
+    assert summary["params_sha256"] == want, f"{key}: final parameters changed"
+
+
 def compare(golden: pd.DataFrame, fresh: pd.DataFrame) -> None:
     """Assert ``fresh`` equals ``golden``: same columns and rows, exact or to a relative 1e-9 (the
     float32 norms to 1e-6)."""
@@ -59,24 +95,56 @@ def compare(golden: pd.DataFrame, fresh: pd.DataFrame) -> None:
             )
 
 
-def update() -> None:  # pragma: no cover - run by hand, on purpose
-    """Reproduce table1 at smoke and rewrite the golden files from its sampled runs."""
-    import tempfile
-
-    GOLDEN.mkdir(exist_ok=True)
+@contextlib.contextmanager
+def reproduced(recipe: str) -> Iterator[Path]:  # pragma: no cover - run by hand, on purpose
+    """The runs directory of ``esbench reproduce <recipe> scale=smoke``, in a temporary directory."""
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs"
         esbench(
-            "reproduce", "table1", "scale=smoke", f"results_dir={runs}", f"out_dir={Path(tmp) / 'reports'}",
-            timeout=1800,
+            "reproduce", recipe, "scale=smoke", f"results_dir={runs}", f"out_dir={Path(tmp) / 'reports'}",
+            timeout=3600,
         )  # fmt: skip
+        yield runs
+
+
+def update() -> None:  # pragma: no cover - run by hand, on purpose
+    """Reproduce table1 at smoke and rewrite the golden files from its sampled runs."""
+    GOLDEN.mkdir(exist_ok=True)
+    with reproduced("table1") as runs:
         for stem, run_dir in sample_runs(runs).items():
             fresh, _ = read_run(run_dir)
             fresh.to_csv(GOLDEN / f"{stem}.csv", index=False)
             print(f"wrote {GOLDEN / stem}.csv ({len(fresh)} rows)")
 
 
+def write_all(runs: Path) -> None:  # pragma: no cover - run by hand, on purpose
+    """Rewrite every recipe's golden data from the runs of ``esbench reproduce all scale=smoke``."""
+    found = every_run(runs)
+    if not found:
+        raise SystemExit(f"no runs under {runs}")
+    params = {}
+    for key, run_dir in found.items():
+        fresh, summary = read_run(run_dir)
+        (GOLDEN_ALL / key).parent.mkdir(parents=True, exist_ok=True)
+        fresh.to_csv(GOLDEN_ALL / f"{key}.csv", index=False)
+        params[key] = summary["params_sha256"]
+    PARAMS_FILE.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(params)} runs under {GOLDEN_ALL}")
+
+
+def update_all() -> None:  # pragma: no cover - run by hand, on purpose
+    """Reproduce every recipe at smoke and rewrite their golden data."""
+    with reproduced("all") as runs:
+        write_all(runs)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    if sys.argv[1:] != ["--update"]:
-        raise SystemExit("usage: python -m tests.smoke_golden --update")
-    update()
+    args = sys.argv[1:]
+    if args == ["--update"]:
+        update()
+    elif args == ["--update-all"]:
+        update_all()
+    elif len(args) == 2 and args[0] == "--update-all":
+        write_all(Path(args[1]))
+    else:
+        raise SystemExit("usage: python -m tests.smoke_golden --update | --update-all [RUNS]")
