@@ -110,8 +110,10 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     master = RunContext(spec)  # the master's own env/policy/strategy (for init and tell)
     resumed = resume_state(store, logger, ES_STATE) if cfg.resume else None
     state, prog = (
-        (resumed.trainer, resumed.progress) if resumed is not None else (master.initial_state(), Progress())
+        (master.initial_state(), Progress()) if resumed is None else (resumed.trainer, resumed.progress)
     )
+    if resumed is not None:
+        log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
         summary, learner = run_learner(

@@ -26,7 +26,6 @@ learner: the loop from the config, a fresh or a resumed progress, the walk, the 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -40,8 +39,6 @@ from esbench.training.ruler import Confirmation, stage_plan
 from esbench.training.sequence_loop import CpuClock, PointResult, RowSink, SequenceLoop, SequenceProgress
 
 __all__ = ["logged_rows", "run_learner", "walk_stages"]
-
-log = logging.getLogger(__name__)
 
 L = TypeVar("L", bound=Learner)
 
@@ -108,7 +105,6 @@ def run_learner(
     interval = int(cfg.eval.interval_timesteps)
     if resumed_at is not None:
         progress.resumed_from = [*progress.resumed_from, int(resumed_at)]
-        log.info("resuming at %d (stage %d, timestep %d)", resumed_at, progress.stage, progress.timesteps)
     else:
         progress.next_eval_at = interval
     loop = SequenceLoop(
