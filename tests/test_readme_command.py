@@ -18,7 +18,7 @@ import pytest
 from esbench.analysis.report_check import check_report
 from esbench.recipes import all_jobs, get_recipe
 from tests.conftest import esbench, read_run
-from tests.smoke_golden import GOLDEN, SAMPLE, compare, sample_runs
+from tests.smoke_golden import compare_run, every_run, golden_runs
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +88,17 @@ def test_table1_smoke_report_holds_every_row_the_three_labels_and_the_published_
     assert "measured coverage" in text and "Student-t" in text
 
 
-@pytest.mark.parametrize(("stem", "algo"), SAMPLE, ids=[s[0] for s in SAMPLE])
-def test_smoke_sample_matches_golden_data(stem: str, algo: str, reproduced: tuple[Path, Path, str]) -> None:
-    """What the runner computes cannot change unnoticed (``tests/smoke_golden.py``)."""
+#: The table1 smoke runs among every recipe's golden data (``tests/smoke_golden.py``).
+TABLE1_GOLDEN = [key for key in golden_runs() if key.startswith("table1/")]
+
+
+@pytest.mark.parametrize("key", TABLE1_GOLDEN)
+def test_smoke_sample_matches_golden_data(key: str, reproduced: tuple[Path, Path, str]) -> None:
+    """What the runner computes cannot change unnoticed: table1's smoke runs equal their golden
+    metrics and final parameters (``tests/smoke_golden.py``; every recipe's in ``make test-recipes``)."""
     runs, _, _ = reproduced
-    run_dir = sample_runs(runs)[stem]
-    fresh, summary = read_run(run_dir)
-    assert summary["algo"] == algo
+    found = every_run(runs)
+    assert sorted(k for k in found if k.startswith("table1/")) == TABLE1_GOLDEN
+    fresh, _ = read_run(found[key])
     assert fresh["eval_return_mean"].notna().sum() >= 2  # evaluated at least at 0 and once more
-    compare(pd.read_csv(GOLDEN / f"{stem}.csv"), fresh)
+    compare_run(key, found[key])

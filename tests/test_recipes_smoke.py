@@ -16,6 +16,7 @@ import pytest
 from esbench.analysis.report_check import check_report
 from esbench.recipes import all_jobs, get_recipe, load_recipes
 from tests.conftest import esbench
+from tests.smoke_golden import compare_run, every_run, golden_runs
 
 RECIPES = tuple(load_recipes())
 #: Its own CI step; the first test also pays for the shared reproduction (pytest-timeout counts
@@ -46,3 +47,17 @@ def test_every_recipe_at_smoke_runs_its_jobs_and_writes_a_report_its_data_recomp
     assert len(list((runs / name).rglob("summary.json"))) == len(jobs), name
     result = check_report(report.parent)  # every table, number and verdict, from data/ alone
     assert result.ok, result.message
+
+
+def test_every_recipe_runs_the_jobs_it_has_golden_data_for(reproduced: tuple[Path, Path, str]) -> None:
+    runs, _, _ = reproduced
+    assert sorted(every_run(runs)) == golden_runs()
+
+
+@pytest.mark.parametrize("key", golden_runs())
+def test_every_smoke_run_computes_its_golden_metrics_and_parameters(
+    key: str, reproduced: tuple[Path, Path, str]
+) -> None:
+    """What every learner computes cannot change unnoticed (``tests/smoke_golden.py``)."""
+    runs, _, _ = reproduced
+    compare_run(key, every_run(runs)[key])

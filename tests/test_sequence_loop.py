@@ -15,6 +15,7 @@ import pytest
 
 from esbench.measures.distribution import CATEGORICAL, ActionDist
 from esbench.tracking.stage_states import StageStates
+from esbench.training.learner import Seeds
 from esbench.training.ruler import Confirmation, Counters, Stage, StageEval, StagePlan
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
@@ -30,13 +31,13 @@ class ScriptedLearner:
         self.recorded = 0
         self.confirmed_on: list[tuple[int, int, int]] = []
 
-    def evaluate_stage(self, j: int) -> StageEval:
-        return StageEval(f"s{j}", self.scores[j], 0.5, 7)
-
-    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
-        self.confirmed_on.append((j, first, episodes))
+    def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+        if seeds.regular:
+            return StageEval(f"s{j}", self.scores[j], 0.5, 7)
+        assert seeds.episodes is not None
+        self.confirmed_on.append((j, seeds.first, seeds.episodes))
         score = self.scores[j] if self.confirm is None else self.confirm
-        return StageEval(f"s{j}", score, 0.25, 3 * episodes)
+        return StageEval(f"s{j}", score, 0.25, 3 * seeds.episodes)
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         return ActionDist(CATEGORICAL, np.tile(self.theta[:2], (len(states), 1)))
@@ -174,7 +175,10 @@ def test_a_target_without_its_confirmation_is_refused() -> None:
 
 def test_a_learner_that_cannot_confirm_cannot_stop_at_a_target() -> None:
     class NoConfirm(ScriptedLearner):
-        confirm_stage = None  # type: ignore[assignment]
+        def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+            if not seeds.regular:
+                raise NotImplementedError
+            return super().evaluate(j, seeds)
 
     loop, _ = _loop(_plan(n=1), target=1.0)
     with pytest.raises(TypeError, match="cannot confirm a target"):

@@ -22,7 +22,7 @@ from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.stage_states import StageStates
 from esbench.tracking.store import RunFileError, RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
-from esbench.training.learner import Learner
+from esbench.training.learner import AfterStep, Learner, Seeds, StepStats
 from esbench.training.loop import walk_stages
 from esbench.training.ruler import Confirmation, Stage, StageEval, StagePlan
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
@@ -37,12 +37,13 @@ class CountingLearner:
         self.theta = np.zeros(3)
         self.calls: list[str] = []
 
-    def evaluate_stage(self, j: int) -> StageEval:
-        return StageEval(f"s{j}", self.score, 0.0, 5)
-
-    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
-        self.calls.append(f"confirm {first}+{episodes}")
-        return StageEval(f"s{j}", self.score, 0.0, 5 * episodes)
+    def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+        if seeds.regular:
+            points = self.loop.p.points
+            self.calls.append(f"point@{self.loop.p.timesteps}" if j == 0 else f"  +s{j} ({points})")
+            return StageEval(f"s{j}", self.score, 0.0, 5)
+        self.calls.append(f"confirm {seeds.first}+{seeds.episodes}")
+        return StageEval(f"s{j}", self.score, 0.0, 5 * int(seeds.episodes or 0))
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         return ActionDist(CATEGORICAL, np.tile(self.theta[:2], (len(states), 1)))
@@ -54,26 +55,15 @@ class CountingLearner:
     def params(self) -> np.ndarray:
         return self.theta
 
-    def first_point(self) -> None:
-        self.loop.evaluation_point(self)
-        self.calls.append("point@0")
-
-    def train_stage(self) -> None:
+    def train(self, after_step: AfterStep) -> None:
+        if not after_step(StepStats(row=False)):
+            return
         while True:
-            self.loop.p.timesteps += 40
             self.theta = self.theta + 1.0
-            done = self.loop.stage_done()
-            if self.loop.point_due(done):
-                self.loop.evaluation_point(self, stage_end=done)
-                self.calls.append(f"point@{self.loop.p.timesteps}")
-                done = done or self.loop.p.stopped_at_return
-            if done:
+            if not after_step(StepStats(40, 40, 1, generation=int(self.theta[0]))):
                 return
 
-    def on_stage_end(self) -> None:
-        self.calls.append(f"end@{self.loop.p.boundaries[-1]}")
-
-    def on_stage_begin(self, stage: Stage) -> None:
+    def begin_stage(self, stage: Stage) -> None:
         self.calls.append(f"begin {stage.name}")
 
     def checkpoint(self) -> None:
@@ -91,8 +81,8 @@ def test_the_walk_takes_the_points_boundaries_and_checkpoints_in_order() -> None
     loop = _loop(2)
     learner = CountingLearner(loop)
     _: Learner = learner  # the protocol, checked by mypy too
-    walk_stages(loop, learner)
-    assert learner.calls == [
+    walk_stages(loop, learner, lambda: learner.calls.append(f"end@{loop.p.boundaries[-1]}"))
+    assert [c for c in learner.calls if not c.startswith("  +")] == [
         "point@0",
         "point@120",  # stage 0's budget (100) is spent by the third step: its last point
         "end@120",
@@ -112,8 +102,8 @@ def test_the_walk_takes_the_points_boundaries_and_checkpoints_in_order() -> None
 def test_a_target_reached_at_timestep_0_ends_the_run_without_training() -> None:
     loop = _loop(1, target=1.0)
     learner = CountingLearner(loop, score=5.0)
-    walk_stages(loop, learner)
-    assert learner.calls == ["confirm 0+10", "point@0", "end@0", "checkpoint"]
+    walk_stages(loop, learner, lambda: learner.calls.append(f"end@{loop.p.boundaries[-1]}"))
+    assert learner.calls == ["point@0", "confirm 0+10", "end@0", "checkpoint"]
     assert loop.p.stopped_at_return and loop.p.finished
 
 

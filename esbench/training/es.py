@@ -6,7 +6,7 @@ run resumed from its checkpoint continues exactly as if never stopped (wall-cloc
 
 A run trains the stages of its sequence one after another (issue #14; one stage without a
 sequence): the stage plan, evaluation schedule, rows, snapshots and summary are the ones every
-algorithm uses (:mod:`esbench.training.ruler`), walked by :func:`esbench.training.loop.walk_stages`
+algorithm uses (:mod:`esbench.training.ruler`), driven by :func:`esbench.training.loop.run_learner`
 with checkpoints and resume as :mod:`esbench.training.checkpoint` says; what is ES's own
 (:class:`ESLearner`) is a generation on stage k's
 environment and an evaluation of the current state on stage j's (``evaluate_chunk``'s ``stage``).
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,7 +28,6 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from esbench.config.schema import stop_at_return
 from esbench.measures.distribution import ActionDist
 from esbench.policies.obs_norm import ObsStats
 from esbench.runtime.cluster import dask_client, worker_count
@@ -44,16 +42,9 @@ from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import action_bounds, record_stage_states, write_probes
-from esbench.training.loop import walk_stages
-from esbench.training.ruler import (
-    Confirmation,
-    Counters,
-    Stage,
-    StageEval,
-    StagePlan,
-    stage_plan,
-    write_snapshots,
-)
+from esbench.training.learner import AfterStep, Seeds, StepStats
+from esbench.training.loop import logged_rows, run_learner
+from esbench.training.ruler import Stage, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
 
 log = logging.getLogger(__name__)
@@ -103,42 +94,35 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     """Train OpenAI-ES (or any registered strategy) as ``cfg`` says, stage after stage of its
     sequence (one stage without one); returns the summary dict.
 
-    The walk through the stages (evaluation points, boundaries, snapshots, checkpoints, resume,
-    the summary) is :mod:`esbench.training`'s, as for the RL baselines; what is ES's own is
-    :class:`ESLearner`: the generation, the evaluation on the workers, and what a new stage starts
-    from (:meth:`ESLearner.on_stage_begin`). The generation counter runs on over the whole
-    sequence, so every random stream stays distinct.
+    The loop and its driver (:func:`~esbench.training.loop.run_learner`: evaluation points,
+    boundaries, snapshots, checkpoints, resume, the summary) are :mod:`esbench.training`'s, as for
+    every learner; what is ES's own is :class:`ESLearner`: the generation, the evaluation on the
+    workers, and what a new stage starts from (:meth:`ESLearner.begin_stage`). The generation
+    counter runs on over the whole sequence, so every random stream stays distinct.
     """
     plan = stage_plan(cfg)
     spec = RunSpec.from_config(cfg, run_key, tuple(s.env for s in plan.stages))
     master = RunContext(spec)  # the master's own env/policy/strategy (for init and tell)
-    interval = int(cfg.eval.interval_timesteps)
-
     resumed = resume_state(store, logger, ES_STATE) if cfg.resume else None
-    if resumed is not None:
-        state, prog = resumed.trainer, resumed.progress
-        prog.resumed_from = [*prog.resumed_from, state.generation]
-        log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
-    else:
-        state, prog = master.initial_state(), Progress(next_eval_at=interval)
-        prog.snapshots = [state.es.params.copy()]
-    loop = SequenceLoop(
-        plan,
-        prog,
-        interval,
-        stop_at_return(cfg),
-        Confirmation.from_config(cfg),
-        bool(cfg.eval.also_stochastic),
-        probes=True,
+    state, prog = (
+        (master.initial_state(), Progress()) if resumed is None else (resumed.trainer, resumed.progress)
     )
+    if resumed is not None:
+        log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
 
     with dask_client(cfg.cluster, quiet=not cfg.tracker.console) as client:
-        learner = ESLearner(cfg, store, logger, loop, master, client, MemberEvaluator(client, spec), state)
-        walk_stages(loop, learner)
-        learner.on_stage_end()  # a resumed run that was over writes its snapshots again
-
-    final = replace(learner.counters(), workers=typical_workers(logger.rows, learner.workers))
-    return {**loop.summary(final, learner.state.es.params), "generations": learner.state.generation}
+        summary, learner = run_learner(
+            cfg,
+            prog,
+            lambda loop: ESLearner(
+                cfg, store, logger, loop, master, client, MemberEvaluator(client, spec), state
+            ),
+            resumed_at=state.generation if resumed is not None else None,
+            emit=logged_rows(logger),
+            on_boundary=ESLearner.write_boundary,
+        )
+    workers = typical_workers(logger.rows, learner.workers)
+    return {**summary, "workers": workers, "generations": learner.state.generation}
 
 
 class ESLearner:
@@ -150,7 +134,7 @@ class ESLearner:
     Args:
         cfg: The run config.
         store: The run's results store (snapshots, stage states, checkpoints).
-        logger: The run's metrics logger (rows).
+        logger: The run's metrics logger (its rows, counted in a checkpoint).
         loop: The run's sequence loop; its progress is a :class:`Progress`.
         master: The master's own env, policy and strategy (for ``tell`` and drift).
         client: The Dask client.
@@ -178,7 +162,7 @@ class ESLearner:
         self.prog: Progress = loop.p
         self.master = master
         self.client = client
-        self.evaluate = evaluate
+        self.send = evaluate
         self.state = state
         self.workers = worker_count(client)
         self.n_tasks_per = int(cfg.algo.tasks_per_worker)
@@ -188,69 +172,38 @@ class ESLearner:
         # is sent a snapshot instead. Trimmed here too, for a run resumed with a shorter history.
         self.history = int(cfg.algo.sync_history)
         self.prog.records = self.prog.records[-self.history :]
-        self._t0 = time.perf_counter()
-        self._wall0 = self.prog.wall_clock_s
 
-    def counters(self) -> Counters:
-        """The ruler's counters now."""
-        p = self.prog
-        return Counters(
-            self.state.generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s,
-            p.eval_timesteps, self.workers,
-        )  # fmt: skip
-
-    def _clock(self) -> None:
-        self.prog.wall_clock_s = self._wall0 + (time.perf_counter() - self._t0)
-
-    def _log(self, rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            self.logger.record_many(row)
-            self.logger.dump()
-
-    # --- the walk ---------------------------------------------------------------------------------
-    def first_point(self) -> None:
-        """The point at timestep 0: the untrained policy, so every curve starts at its init."""
-        first = self.loop.evaluation_point(self)
-        self._clock()
-        extras = {
-            "steps_per_s": 0.0,
-            "nonfinite_members": 0,
-            **self.evaluate.wire.take().row(),
-            "param_norm": float(np.linalg.norm(self.state.es.params)),
-        }
-        self._log(self.loop.rows(self.counters(), first, extras))
-
-    def train_stage(self) -> None:
+    # --- a step -----------------------------------------------------------------------------------
+    def train(self, after_step: AfterStep) -> None:
         """Generations until the stage is done (its budget, ``budget.generations`` without a
         sequence, or the target reached at a point)."""
-        while not self._generation():
-            pass
+        untrained = StepStats(
+            columns=self._untrained_columns, generation=self.state.generation, workers=self.workers, row=False
+        )
+        if after_step(untrained):
+            while after_step(self.step()):
+                pass
 
-    def _generation(self) -> bool:
-        """One generation: ask, evaluate on the workers, tell, a point when due, its rows, a
-        checkpoint every ``checkpoint_every`` generations; True when it ended the stage."""
-        loop, prog, cfg = self.loop, self.prog, self.cfg
+    def _untrained_columns(self) -> dict[str, Any]:
+        return {
+            "steps_per_s": 0.0,
+            "nonfinite_members": 0,
+            **self.send.wire.take().row(),
+            "param_norm": float(np.linalg.norm(self.state.es.params)),
+        }
+
+    def step(self) -> StepStats:
+        """One generation: ask, evaluate on the workers, tell."""
+        prog, cfg = self.prog, self.cfg
         g = self.state.generation
         self.workers = worker_count(self.client)  # read every generation: workers may come and go
         population = self.master.strategy.ask(self.state.es)
         msg = SyncMessage(g, state_digest(self.state), tuple(prog.records))
         chunks = split_members(len(population.offsets), max(self.workers, 1) * self.n_tasks_per)
-        results = self.evaluate(msg, chunks, "train", self.state, prog.stage)
+        results = self.send(msg, chunks, "train", self.state, prog.stage)
         record, stats = merge_results(population, results, float(cfg.algo.reward_shift))
         self.state, tell_metrics = advance(self.master.strategy, self.state, record)
         prog.records = [*prog.records, record][-self.history :]
-        prog.timesteps += stats["timesteps"]
-        prog.frames += stats["frames"]
-        prog.episodes += stats["episodes"]
-        prog.cpu_s += stats["cpu_s"]
-        stage_done = loop.stage_done() or (
-            self.max_gens is not None and self.state.generation >= int(self.max_gens)
-        )
-        point = None
-        if loop.point_due(stage_done):
-            point = loop.evaluation_point(self, stage_end=stage_done)
-            stage_done = stage_done or prog.stopped_at_return
-        self._clock()
         if stats["nonfinite"]:
             log.warning(
                 "generation %d: %d population members returned NaN/inf and were excluded",
@@ -264,14 +217,15 @@ class ESLearner:
             "grad_norm": tell_metrics.get("grad_norm", math.nan),
             "param_norm": tell_metrics["param_norm"],
             "es/update_ratio": tell_metrics.get("update_ratio", math.nan),
-            **self.evaluate.wire.take().row(),  # this generation's tasks, evaluation included
         }
-        self._log(loop.rows(self.counters(), point, train))
-        if not stage_done and self.state.generation % int(cfg.checkpoint_every) == 0:
-            self.checkpoint()  # a stage's end is checkpointed by the walk, after its boundary
-        return stage_done
+        own_budget = self.max_gens is not None and self.state.generation >= int(self.max_gens)
+        return StepStats(
+            stats["timesteps"], stats["frames"], stats["episodes"], stats["cpu_s"],
+            columns=lambda: {**train, **self.send.wire.take().row()},  # the generation's tasks, its point's
+            generation=self.state.generation, workers=self.workers, ends_stage=True if own_budget else None,
+        )  # fmt: skip
 
-    def on_stage_end(self) -> None:
+    def write_boundary(self) -> None:
         """Write the stage-boundary snapshots and the recorded stage states (the master writes)."""
         p = self.prog
         write_snapshots(
@@ -281,7 +235,7 @@ class ESLearner:
         bounds = action_bounds(self.master.eval_env.action_space)
         write_probes(self.store.dir, p.probes, p.probe_ends, stochastic=False, bounds=bounds)
 
-    def on_stage_begin(self, stage: Stage) -> None:
+    def begin_stage(self, stage: Stage) -> None:
         """Stage ``stage`` starts from the last one's parameters (:func:`begin_stage`: the
         optimizer state and observation statistics reset or kept as ``sequence.reset_*`` say).
         The boundary is no generation the workers could replay, so each gets a snapshot next."""
@@ -293,25 +247,17 @@ class ESLearner:
         save_checkpoint(self.store, ES_STATE, ESLearnerState(self.state, self.prog), len(self.logger.rows))
 
     # --- an evaluation point ----------------------------------------------------------------------
-    def evaluate_stage(self, j: int) -> StageEval:
-        """Stage ``j``'s fixed evaluation seeds on the workers; their CPU time is the run's."""
-        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes))
-
-    def confirm_stage(self, j: int, first: int, episodes: int, mode: str = "eval") -> StageEval:
-        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k`` (``k < episodes``) on the
-        workers (the regular evaluation: ``first`` 0); their CPU time is the run's. ``mode``
-        ``eval_stochastic`` adds the training's action noise (:func:`evaluate_chunk`)."""
-        members = list(range(int(first), int(first) + int(episodes)))
-        (mean, std), steps, cpu = _evaluate(
-            self.evaluate, self.state, self.prog, members, self.workers, j, mode
-        )
+    def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k`` on the workers; their CPU
+        time is the run's. Stochastic: Gaussian action noise of ``algo.action_noise_std``
+        (:func:`evaluate_chunk`'s ``eval_stochastic``)."""
+        first = int(seeds.first)
+        episodes = int(self.cfg.eval.episodes if seeds.episodes is None else seeds.episodes)
+        members = list(range(first, first + episodes))
+        mode = "eval_stochastic" if seeds.stochastic else "eval"
+        (mean, std), steps, cpu = _evaluate(self.send, self.state, self.prog, members, self.workers, j, mode)
         self.prog.cpu_s += cpu
         return StageEval(self.plan.stages[j].name, mean, std, steps)
-
-    def evaluate_stochastic(self, j: int) -> StageEval:
-        """Stage ``j``'s fixed evaluation seeds with Gaussian action noise of
-        ``algo.action_noise_std`` (``eval.also_stochastic``)."""
-        return self.confirm_stage(j, 0, int(self.cfg.eval.episodes), mode="eval_stochastic")
 
     def distribution(self, states: np.ndarray) -> ActionDist:
         """The action distributions of the state's policy (its own observation statistics)."""

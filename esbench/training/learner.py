@@ -1,31 +1,25 @@
-"""What a learner supplies to the training loop: one small protocol, whatever the algorithm.
+"""What a learner supplies to the training loop: one protocol of seven methods, whatever the algorithm.
 
-The loop (:mod:`esbench.training.loop` walking a :class:`~esbench.training.sequence_loop.SequenceLoop`)
-owns the order of things: the evaluation point at timestep 0, the stages one after another, the
-evaluation points inside a stage and at its end, the stage boundaries and their parameter
-snapshots, the checkpoint at every boundary and at the end, resume (:mod:`esbench.training.checkpoint`),
-stop at a target, the summary. A learner says only how to do its part:
+The loop (:func:`esbench.training.loop.walk_stages` over a
+:class:`~esbench.training.sequence_loop.SequenceLoop`) owns the order of things and everything
+that follows a training step: the counters, the evaluation points (at timestep 0, on the schedule,
+at a stage's end), a confirmation and the stop at a target, the rows of ``metrics.csv``, the clock,
+the checkpoints between boundaries, the stage boundaries and their snapshots, resume, the summary.
+A learner says only how to take a step and what an evaluation point asks of its parameters
+(:class:`Learner`).
 
-* :class:`Evaluable`: what an evaluation point asks of the current parameters: evaluate them on
-  stage j, their action distributions on given states, the states they visit on the stage being
-  trained (for the policy KL of :mod:`esbench.training.drift`), the parameter vector itself;
-* :class:`Confirms`: the same evaluation on seeds the loop names (a confirmation before a stop
-  at a target, :class:`~esbench.training.ruler.Confirmation`); a learner without it cannot stop at
-  a target;
-* :class:`EvaluatesStochastic`: the same evaluation with the policy acting stochastically (beside
-  the deterministic one, ``eval.also_stochastic``);
-* :class:`Learner`: that, plus the point at timestep 0 with its own statistics on the rows, the
-  training steps of one stage (asking the loop when a point is due and when the stage is done),
-  what its state becomes when a stage begins, and a checkpoint of its state as data.
-
-The ES learner (:mod:`esbench.training.es`, a generation on Dask) and the SB3 learner
-(:mod:`esbench.training.sb3`, SB3's ``learn`` with a callback) implement it; a new learner
-implements the same methods and reuses the loop, the ruler and the checkpoint checks unchanged.
+A step is the learner's own unit (an ES generation, an SB3 environment step, a GRPO step): the
+learner hands each one to the loop as a :class:`StepStats` (``after_step``), the way SB3's
+``BaseCallback.on_step`` is handed every environment step and answers whether to go on. A learner
+that owns its loop (ES) calls ``after_step`` after each step; one whose library owns it calls it
+from that library's callback (SB3's ``on_step``, TRL's ``on_log``): the same code path for all.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,19 +27,96 @@ from esbench.measures.distribution import ActionDist
 from esbench.tracking.stage_states import StageStates
 from esbench.training.ruler import Stage, StageEval
 
-__all__ = ["Confirms", "Evaluable", "EvaluatesStochastic", "Learner"]
+__all__ = ["AfterStep", "Learner", "Seeds", "StepStats"]
 
 
-class Evaluable(Protocol):
-    """What an evaluation point asks of a learner's current parameters."""
+@dataclass(frozen=True)
+class StepStats:
+    """What one training step did, handed to the loop (``after_step``).
 
-    def evaluate_stage(self, j: int) -> StageEval:
-        """The current policy on stage ``j``'s environment and the run's fixed evaluation seeds."""
+    The step with no counts, ``StepStats()`` and the learner's columns, is how a learner starts
+    :meth:`Learner.train`: the loop takes the point at timestep 0 there (or a stage's closing point
+    when its budget is already spent), and nothing otherwise.
+
+    Attributes:
+        timesteps, frames, episodes: What the step adds to the run's training counters.
+        cpu_s: CPU seconds the step spent elsewhere (ES: on the workers), added to ``cpu_s``.
+        columns: The learner's own columns of the step's row (``train_return_mean``, ``grad_norm``,
+            ``param_norm``, ``es/...``), or a function giving them, called once when the row is
+            written (after the step's point, if any).
+        generation: The learner's count of steps after this one (a row's ``generation``); None: the
+            index of the point (a learner whose rows are its points).
+        workers: Workers the step ran on (a row's ``workers``).
+        row: The step has a row of its own even without a point (SB3 logs its points only).
+        ends_stage: None: the stage's budget decides whether this step ends it; True: the
+            learner's own budget is spent (ES's ``budget.generations``); False: the step cannot end
+            the stage (an update follows it: SB3's environment steps inside a rollout, whose stage
+            ends after ``learn``), so no point is taken once the budget is spent.
+    """
+
+    timesteps: int = 0
+    frames: int = 0
+    episodes: int = 0
+    cpu_s: float = 0.0
+    columns: Mapping[str, Any] | Callable[[], Mapping[str, Any]] = field(default_factory=dict)
+    generation: int | None = None
+    workers: int = 1
+    row: bool = True
+    ends_stage: bool | None = None
+
+    def row_columns(self) -> dict[str, Any]:
+        """:attr:`columns`, read (called when it is a function)."""
+        return dict(self.columns() if callable(self.columns) else self.columns)
+
+
+#: The loop's answer to a step: True to go on training the stage, False when it ended (its budget
+#: spent, or the target reached).
+AfterStep = Callable[[StepStats], bool]
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """Which evaluation an evaluation point asks for (:meth:`Learner.evaluate`).
+
+    Attributes:
+        first: Episode ``k`` is reset with the evaluation seed ``eval.seed + first + k``: 0 for the
+            regular evaluation, fresh seeds for a confirmation
+            (:class:`~esbench.training.ruler.Confirmation`).
+        episodes: Episodes to play; None: ``eval.episodes``.
+        stochastic: The policy acts stochastically (``eval.also_stochastic``: RL samples its
+            policy; ES adds the training's Gaussian action noise).
+    """
+
+    first: int = 0
+    episodes: int | None = None
+    stochastic: bool = False
+
+    @property
+    def regular(self) -> bool:
+        """The run's regular evaluation (fixed seeds, deterministic policy)."""
+        return self == Seeds()
+
+
+class Learner(Protocol):
+    """A learner the training loop drives: a step, and what an evaluation point asks.
+
+    A learner that cannot take an evaluation :meth:`evaluate` is asked for (a confirmation before a
+    stop at a target, a stochastic evaluation) raises ``NotImplementedError``; the loop refuses the
+    run with one line naming what it needs.
+    """
+
+    def train(self, after_step: AfterStep) -> None:
+        """Train the current stage: hand ``after_step`` the step with no counts first, then every
+        step, until it returns False."""
+        ...
+
+    def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+        """The current policy on stage ``j``'s environment and the evaluation ``seeds`` name."""
         ...
 
     def record_states(self) -> StageStates:
         """The states the current policy visits on the stage it trains (its first evaluation
-        seeds; :func:`esbench.training.drift.record_stage_states`)."""
+        seeds; :func:`esbench.training.drift.record_stage_states`), for the policy KL."""
         ...
 
     def distribution(self, states: np.ndarray) -> ActionDist:
@@ -53,57 +124,10 @@ class Evaluable(Protocol):
         ...
 
     def params(self) -> np.ndarray:
-        """The current parameter vector (what drift and the snapshots measure)."""
+        """The current parameter vector (what drift, snapshots and the summary measure)."""
         ...
 
-
-@runtime_checkable
-class Confirms(Protocol):
-    """A learner whose runs may stop at a target: it evaluates on seeds the loop names
-    (:class:`~esbench.training.ruler.Confirmation`), with the same policy and protocol as its
-    regular evaluation."""
-
-    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
-        """The current policy on stage ``j``, on the evaluation seeds ``eval.seed + first + k``
-        for ``k < episodes``."""
-        ...
-
-
-@runtime_checkable
-class EvaluatesStochastic(Protocol):
-    """A learner that can also evaluate its policy acting stochastically (``eval.also_stochastic``):
-    RL samples its policy; ES adds the training's Gaussian action noise."""
-
-    def evaluate_stochastic(self, j: int) -> StageEval:
-        """The current policy on stage ``j`` and the run's fixed evaluation seeds, acting
-        stochastically."""
-        ...
-
-
-class Learner(Evaluable, Protocol):
-    """A learner the training loop drives (:func:`esbench.training.loop.walk_stages`)."""
-
-    def first_point(self) -> None:
-        """Take the evaluation point at timestep 0 (:meth:`SequenceLoop.evaluation_point`) and log
-        its rows with the learner's own columns."""
-        ...
-
-    def train_stage(self) -> None:
-        """Train the current stage until its budget is spent or the target is reached.
-
-        After each of its training steps the learner asks the loop whether the stage is done
-        (:meth:`SequenceLoop.stage_done`) and whether a point is due (:meth:`SequenceLoop.point_due`),
-        takes the point when it is, and logs its rows; the stage's last point is taken here too.
-        Checkpoints between boundaries are the learner's to time (a step is its unit).
-        """
-        ...
-
-    def on_stage_end(self) -> None:
-        """The stage just ended (its boundary and snapshot recorded): write what the driver keeps
-        of it (the stage-boundary snapshots), if this process writes results files."""
-        ...
-
-    def on_stage_begin(self, stage: Stage) -> None:
+    def begin_stage(self, stage: Stage) -> None:
         """A new stage begins: the learner's state for it, from the state the last one ended with
         (the one place a learner is told a stage began)."""
         ...

@@ -19,7 +19,7 @@ The ruler on ``env=lm`` (docs/lm.md):
   positions of that stage's held-out prompts, from the model that ended the stage.
 * A sequence whose first stage has budget 0 (``lm_addition_to_countdown``'s ``addition``) records
   the pretraining as that stage: the initial weights at timestep 0, then the task-A model
-  ``pretrain.steps * pretrain.batch_size`` training sequences later (:meth:`LMLearner.first_point`).
+  ``pretrain.steps * pretrain.batch_size`` training sequences later (:meth:`LMLearner.start`).
 
 Determinism: a generation's members, prompts and noise are functions of (config, generation);
 the population is decoded as one batch of members x prompts on the driver, or, with
@@ -41,7 +41,6 @@ from __future__ import annotations
 import copy
 import functools
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,17 +66,11 @@ from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
+from esbench.training.learner import AfterStep, Seeds, StepStats
 from esbench.training.lm_population import ChunkTask, distributed_fitness, member_chunks
-from esbench.training.loop import walk_stages
-from esbench.training.ruler import (
-    Counters,
-    Stage,
-    StageEval,
-    recorded_pretraining,
-    stage_plan,
-    write_snapshots,
-)
-from esbench.training.sequence_loop import SequenceLoop, SequenceProgress
+from esbench.training.loop import run_learner
+from esbench.training.ruler import Stage, StageEval, recorded_pretraining, stage_plan, write_snapshots
+from esbench.training.sequence_loop import PointResult, SequenceLoop, SequenceProgress
 from esbench.utils.io import atomic_write_json
 from esbench.utils.layout import Block, ParamLayout
 from esbench.utils.seeding import sha256_array
@@ -99,7 +92,7 @@ class LMProgress(SequenceProgress):
     """An LM run's counters: the loop's, and the ES generation (or GRPO step) count."""
 
     generation: int = 0
-    last_point_at: int = -1  # the timesteps of the last evaluation point
+    last_point_at: int = -1  # unused: read from checkpoints written before the loop owned the points
     trainer_checkpoint: str = ""  # GRPO inside a stage: TRL's checkpoint (run-dir relative) to resume
 
 
@@ -292,10 +285,16 @@ def train_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
 
 
 def run_lm_learner(
-    cfg: DictConfig, store: RunStore, logger: MetricsLogger, learner_cls: Callable[..., LMLearner]
+    cfg: DictConfig,
+    store: RunStore,
+    logger: MetricsLogger,
+    learner_cls: Callable[..., LMLearner],
+    loop_checkpoints: bool = True,
 ) -> dict[str, Any]:
-    """The driver every LM learner shares: the task-A model, resume or a fresh start, the walk
-    through the stages (:func:`~esbench.training.loop.walk_stages`), the summary."""
+    """What every LM learner's run starts from: the task-A model, resumed or fresh parameters (the
+    initial weights first when stage 0 records the pretraining); then the loop's driver
+    (:func:`~esbench.training.loop.run_learner`) and the summary. ``loop_checkpoints``: the loop
+    checkpoints every ``checkpoint_every`` steps (False: the learner's library times them)."""
     torch.set_num_threads(max(1, int(OmegaConf.select(cfg, "torch_threads", default=1) or 1)))
     plan = stage_plan(cfg)
     for stage in plan.stages:
@@ -303,37 +302,48 @@ def run_lm_learner(
     model, tok, record = prior_model(cfg)
     log.info("task-A model %s (%s)", record["config_hash"], "cached" if record["cached"] else "trained")
     reference = copy.deepcopy(model).eval()
-    interval = int(cfg.eval.interval_timesteps)
     resumed = resume_state(store, logger, LM_STATE) if cfg.resume else None
+    pretraining = None
     if resumed is not None:
         load_flat(model, resumed.params)
         prog = resumed.progress
-        prog.resumed_from = [*prog.resumed_from, prog.generation]
     else:
-        prog = LMProgress(next_eval_at=interval)
-        prog.snapshots = [flat_params(model)]
-    loop = SequenceLoop(plan, prog, interval, None)
-    learner = learner_cls(cfg, store, logger, loop, model, tok, LMEvaluator(cfg, tok, reference))
-    if resumed is None and recorded_pretraining(cfg, plan):
-        # Stage 0 is the pretraining: it starts from the initial weights (its point at timestep 0
-        # and its snapshot) and ends at the prior, pretrain.steps * batch_size sequences later.
-        initial = flat_params(build_model(_section(cfg, "model", ModelConfig), tok))
-        prog.snapshots = [initial]
-        learner.pretraining = (initial, recorded_pretraining(cfg, plan))
-    walk_stages(loop, learner)
-    learner.on_stage_end()
+        prog = LMProgress()
+        if recorded_pretraining(cfg, plan):
+            # Stage 0 is the pretraining: it starts from the initial weights (its point at timestep 0
+            # and its snapshot) and ends at the prior, pretrain.steps * batch_size sequences later.
+            initial = flat_params(build_model(_section(cfg, "model", ModelConfig), tok))
+            prog.snapshots = [initial]
+            pretraining = (initial, recorded_pretraining(cfg, plan))
+    evaluator = LMEvaluator(cfg, tok, reference)
+    built: list[LMLearner] = []
+
+    def build(loop: SequenceLoop) -> LMLearner:
+        built.append(learner_cls(cfg, store, logger, loop, model, tok, evaluator))
+        built[0].pretraining = pretraining
+        return built[0]
+
+    def emit(rows: list[dict[str, Any]], point: PointResult | None) -> None:
+        built[0].log_rows(rows, point is not None)
+
+    summary, learner = run_learner(
+        cfg, prog, build, resumed_at=prog.generation if resumed is not None else None, emit=emit,
+        cpu="wall", checkpoints=loop_checkpoints, target=False, probes=False,
+        on_boundary=LMLearner.write_boundary,
+    )  # fmt: skip
     learner.log_samples("last")
     return {
-        **loop.summary(learner.counters(), learner.params()),
+        **summary,
         "generations": prog.generation,
         "prior": {k: record[k] for k in ("config_hash", "held_out_accuracy", "held_out_loss", "steps")},
     }
 
 
 class LMLearner:
-    """What every LM :class:`~esbench.training.learner.Learner` shares: the evaluation point
-    (task rewards, solve rates, the prior's measures, ``policy_kl`` on answer positions), rows,
-    snapshots and the data-only checkpoint of the parameters. Subclasses train a stage.
+    """What every LM :class:`~esbench.training.learner.Learner` shares: the start of a run (the
+    point at timestep 0, or the recorded pretraining), the evaluation point (task rewards, solve
+    rates, the prior's measures, ``policy_kl`` on answer positions), the rows' own columns,
+    snapshots and the data-only checkpoint of the parameters. Subclasses take the steps.
 
     Args:
         cfg: The run config.
@@ -361,28 +371,14 @@ class LMLearner:
         self.prog: LMProgress = loop.p
         self.model, self.tok, self.ev = model, tokenizer, evaluator
         self.tasks = tasks(cfg)
-        self._t0 = time.perf_counter()
-        self._wall0 = self.prog.wall_clock_s
         self._solve: dict[str, float] = {}
         self._prior: dict[str, float] = {}
         self.workers = 1
         #: (initial parameters, training sequences) when stage 0 is the pretraining, else None.
         self.pretraining: tuple[np.ndarray, int] | None = None
 
-    def counters(self) -> Counters:
-        """The ruler's counters now (workers: the driver alone, or the cluster's decoding members)."""
-        p = self.prog
-        return Counters(
-            p.generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps,
-            self.workers,
-        )  # fmt: skip
-
-    def _clock(self) -> None:
-        now = time.perf_counter() - self._t0
-        self.prog.wall_clock_s = self._wall0 + now
-        self.prog.cpu_s = self.prog.wall_clock_s  # one process doing the work
-
-    def _log(self, rows: list[dict[str, Any]], point: bool) -> None:
+    def log_rows(self, rows: list[dict[str, Any]], point: bool) -> None:
+        """Write a step's rows, a point's with its solve rates and the prior's measures."""
         for row in rows:
             if point:
                 row["solve_rate"] = self._solve.get(str(row["eval_task"]), float("nan"))
@@ -390,24 +386,39 @@ class LMLearner:
             self.logger.record_many(row)
             self.logger.dump()
 
-    # --- the walk ---------------------------------------------------------------------------------
-    def first_point(self) -> None:
-        """The point at timestep 0: the task-A model itself, or, when stage 0 is the pretraining
-        (:attr:`pretraining`), the initial weights at timestep 0 and the task-A model at the
-        pretraining's end (the stage's closing point)."""
-        if self.pretraining is None:
-            self._point(stage_end=self.loop.stage_done())
+    # --- a step -----------------------------------------------------------------------------------
+    def start(self, after_step: AfterStep) -> bool:
+        """Hand the loop the step with no counts (the point at timestep 0 of a fresh run: the
+        task-A model itself), or, when stage 0 is the pretraining (:attr:`pretraining`), the
+        initial weights at timestep 0 and the pretraining as a step that ends the stage at the
+        task-A model; True to go on with the stage's own steps."""
+        first = self.prog.points == 0
+        if self.pretraining is not None and first:
+            initial, sequences = self.pretraining
+            prior = self.params()
+            load_flat(self.model, initial)
+            after_step(self._step(ends_stage=False))
+            load_flat(self.model, prior)
+            go_on = after_step(self._step(sequences))
+        else:
+            go_on = after_step(self._step())
+        if first:
             self.log_samples("first")
-            return
-        initial, sequences = self.pretraining
-        prior = self.params()
-        load_flat(self.model, initial)
-        self._point(stage_end=False)
-        load_flat(self.model, prior)
-        for counter in ("timesteps", "frames", "episodes"):
-            setattr(self.prog, counter, getattr(self.prog, counter) + sequences)
-        self._point(stage_end=True)
-        self.log_samples("first")
+        return go_on
+
+    def _step(
+        self, sequences: int = 0, columns: dict[str, Any] | None = None, ends_stage: bool | None = None
+    ) -> StepStats:
+        """A step of ``sequences`` training sequences (completions), with ``columns`` (the
+        parameters' norm alone by default)."""
+        return StepStats(
+            sequences, sequences, sequences, columns=columns or {"param_norm": self._norm()},
+            generation=self.prog.generation, workers=self.workers, row=sequences > 0, ends_stage=ends_stage,
+        )  # fmt: skip
+
+    def train(self, after_step: AfterStep) -> None:
+        """Train the current stage (the subclass's)."""
+        raise NotImplementedError
 
     def log_samples(self, which: str) -> None:
         """The table of sample generations ``samples/<which>`` (``first``: the model training
@@ -418,26 +429,10 @@ class LMLearner:
         self.logger.table(f"samples/{which}", SAMPLE_COLUMNS, data)
         atomic_write_json(self.store.path(f"samples_{which}.json"), {"columns": SAMPLE_COLUMNS, "data": data})
 
-    def _point(self, stage_end: bool) -> None:
-        point = self.loop.evaluation_point(self, stage_end=stage_end)
-        self.prog.last_point_at = self.prog.timesteps
-        self._clock()
-        self._log(self.loop.rows(self.counters(), point, {"param_norm": self._norm()}), point=True)
-
-    def train_stage(self) -> None:
-        """Train the current stage (the subclass's)."""
-        raise NotImplementedError
-
-    def _closing_point(self) -> None:
-        """A stage with budget 0 (a sequence's stage the prior already trained): its closing point,
-        unless a point was just taken at these timesteps (one point per timestep and stage)."""
-        if self.prog.last_point_at != self.prog.timesteps:
-            self._point(stage_end=True)
-
     def _norm(self) -> float:
         return float(np.linalg.norm(self.params().astype(np.float64)))
 
-    def on_stage_end(self) -> None:
+    def write_boundary(self) -> None:
         """Write the stage-boundary snapshots and the recorded stage states."""
         p = self.prog
         layout, names = param_blocks(self.model)
@@ -446,7 +441,7 @@ class LMLearner:
         )
         write_stage_states(self.store.path(STAGE_STATES_FILE), p.stage_states)
 
-    def on_stage_begin(self, stage: Stage) -> None:
+    def begin_stage(self, stage: Stage) -> None:
         """Nothing carries over but the parameters (an LM learner's optimizer starts afresh)."""
         del stage
 
@@ -455,8 +450,12 @@ class LMLearner:
         save_checkpoint(self.store, LM_STATE, LMLearnerState(self.params(), self.prog), len(self.logger.rows))
 
     # --- an evaluation point ----------------------------------------------------------------------
-    def evaluate_stage(self, j: int) -> StageEval:
-        """Stage ``j``'s task on its held-out prompts (greedy); the prior's measures with the first."""
+    def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+        """Stage ``j``'s task on its held-out prompts (greedy); the prior's measures with the first.
+        The regular evaluation only (a language model has no seeds to confirm on, nor a
+        stochastic protocol)."""
+        if not seeds.regular:
+            raise NotImplementedError("a language model evaluates on its held-out prompts only")
         if j == 0:
             self._prior = self.ev.prior(self.model)
         stage = self.plan.stages[j]
@@ -506,14 +505,12 @@ class LMESLearner(LMLearner):
         #: Anchored Weight Decay's strength (``algo.l2_coeff``), None without it.
         self.awd: float | None = float(cfg.algo.l2_coeff) if anchored else None
 
-    def train_stage(self) -> None:
+    def train(self, after_step: AfterStep) -> None:
         """Generations until the stage's budget is spent (a stage with budget 0 only takes its
         closing point)."""
-        if self.loop.stage_done():
-            self._closing_point()
-            return
-        while not self._generation():
-            pass
+        if self.start(after_step):
+            while after_step(self.step()):
+                pass
 
     def _distributed_fitness(
         self, generation: int, task: AdditionTask | CountdownTask, problems: list[Problem]
@@ -540,8 +537,8 @@ class LMESLearner(LMLearner):
         self.workers = worker_count(self.client)
         return distributed_fitness(self.client, self.params(), tasks)
 
-    def _generation(self) -> bool:
-        """One generation: members on one fixed prompt batch, the update, a point when due."""
+    def step(self) -> StepStats:
+        """One generation: members on one fixed prompt batch, the update."""
         loop, prog = self.loop, self.prog
         g = prog.generation
         task = self.tasks[stage_task(loop.stage)]
@@ -564,17 +561,7 @@ class LMESLearner(LMLearner):
         if before is not None and self.awd is not None:  # AWD toward the stage's starting parameters
             anchor = prog.snapshots[prog.stage]
             load_flat(self.model, anchored_decay(before, self.params(), anchor, self.awd))
-        n = len(self.members) * len(problems)
         prog.generation += 1
-        prog.timesteps += n
-        prog.frames += n
-        prog.episodes += n
-        stage_done = loop.stage_done()
-        point = None
-        if loop.point_due(stage_done):
-            point = loop.evaluation_point(self, stage_end=stage_done)
-            prog.last_point_at = prog.timesteps
-        self._clock()
         train = {
             "train_return_mean": float(fitness.mean()),
             "train_return_max": float(fitness.max()),
@@ -583,7 +570,4 @@ class LMESLearner(LMLearner):
             "param_norm": self._norm(),
             "es/fitness_std": stats["fitness_std"],
         }
-        self._log(loop.rows(self.counters(), point, train), point=point is not None)
-        if not stage_done and prog.generation % int(self.cfg.checkpoint_every) == 0:
-            self.checkpoint()
-        return stage_done
+        return self._step(len(self.members) * len(problems), train)

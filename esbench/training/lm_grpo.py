@@ -5,8 +5,9 @@ on the same stages, with the same reward (the format score included), the same e
 and columns, and a budget in the same unit: ``timesteps`` count completions, and a GRPO step
 samples ``algo.num_generations`` completions for each of ``algo.prompts_per_step`` prompts. The
 GRPO itself is TRL's (:func:`esbench.baselines.grpo.train_grpo`), one trainer per stage, seeded by
-the run seed; a :class:`transformers.TrainerCallback` hands every step to the loop, which takes a
-point when the schedule says so.
+the run seed; a :class:`transformers.TrainerCallback` hands every step to the loop
+(``after_step``, as SB3's callback and the ES generation do), which takes a point when the
+schedule says so.
 
 Checkpoints: the loop's at stage boundaries and at the end (the parameters and the counters, as
 data), and, inside a stage, one at every evaluation point: TRL's trainer checkpoint (weights,
@@ -30,6 +31,7 @@ from transformers import TrainerCallback
 from esbench.baselines.grpo import GRPOSettings, train_grpo
 from esbench.tracking.logger import MetricsLogger
 from esbench.tracking.store import RunStore
+from esbench.training.learner import AfterStep, StepStats
 from esbench.training.lm import LMLearner, flat_params, load_flat, run_lm_learner, stage_task
 
 __all__ = ["TRAINER_DIR", "LMGRPOLearner", "train_grpo_lm"]
@@ -41,11 +43,12 @@ TRAINER_DIR = "grpo_trainer"
 def train_grpo_lm(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
     """Train GRPO on a language model as ``cfg`` says; returns the summary dict."""
     del run_key
-    return run_lm_learner(cfg, store, logger, LMGRPOLearner)
+    # TRL's trainer state is checkpointed with the loop's, at an evaluation point (LMGRPOLearner.saved)
+    return run_lm_learner(cfg, store, logger, LMGRPOLearner, loop_checkpoints=False)
 
 
 class LMGRPOLearner(LMLearner):
-    """GRPO (TRL) on each stage's task; the evaluation points are taken from a trainer callback."""
+    """GRPO (TRL) on each stage's task; every step is handed to the loop from a trainer callback."""
 
     def settings(self, steps: int) -> GRPOSettings:
         """TRL's settings for a stage of ``steps`` steps."""
@@ -68,12 +71,11 @@ class LMGRPOLearner(LMLearner):
         """Completions a GRPO step samples (its timesteps)."""
         return int(self.cfg.algo.prompts_per_step) * int(self.cfg.algo.num_generations)
 
-    def train_stage(self) -> None:
+    def train(self, after_step: AfterStep) -> None:
         """One TRL trainer for the stage's budget (rounded up to whole steps), resumed from its
         checkpoint when the run was stopped inside the stage."""
         loop, prog = self.loop, self.prog
-        if loop.stage_done():
-            self._closing_point()
+        if not self.start(after_step):
             return
         steps = math.ceil(loop.stage.timesteps / self.per_step)
         task = self.tasks[stage_task(loop.stage)]
@@ -85,8 +87,8 @@ class LMGRPOLearner(LMLearner):
             load_flat(self.model, prog.snapshots[-1])  # the stage's start: the trainer's KL reference
         out = self.store.path(TRAINER_DIR)
         trained, _ = train_grpo(
-            self.model, self.tok, task, self.settings(steps), output_dir=str(out), callbacks=[_Steps(self)],
-            resume_from=resume,
+            self.model, self.tok, task, self.settings(steps), output_dir=str(out),
+            callbacks=[_Steps(self, after_step)], resume_from=resume,
         )  # fmt: skip
         if trained is not self.model:  # TRL trained a wrapper's copy: carry its weights over
             load_flat(self.model, flat_params(trained))
@@ -111,26 +113,9 @@ class LMGRPOLearner(LMLearner):
             if old.name != name:
                 shutil.rmtree(old, ignore_errors=True)
 
-    def step(self, logs: dict[str, float]) -> tuple[bool, bool]:
-        """A GRPO step ended (TRL logged it): count it, take a point when due.
-
-        Returns:
-            (the stage ended, a point was taken).
-        """
-        loop, prog = self.loop, self.prog
-        prog.generation += 1
-        prog.timesteps += self.per_step
-        prog.frames += self.per_step
-        prog.episodes += self.per_step
-        stage_done = loop.stage_done()
-        point = None
-        if loop.point_due(stage_done):
-            training = self.model.training
-            self.model.eval()
-            point = loop.evaluation_point(self, stage_end=stage_done)
-            prog.last_point_at = prog.timesteps
-            self.model.train(training)
-        self._clock()
+    def step(self, logs: dict[str, float]) -> StepStats:
+        """A GRPO step ended (TRL logged it): its completions and TRL's statistics."""
+        self.prog.generation += 1
         train = {
             "train_return_mean": float(logs.get("reward", math.nan)),
             "train_return_max": math.nan,
@@ -139,26 +124,31 @@ class LMGRPOLearner(LMLearner):
             "train/kl": float(logs.get("kl", math.nan)),
             "train/loss": float(logs.get("loss", math.nan)),
         }
-        self._log(loop.rows(self.counters(), point, train), point=point is not None)
-        return stage_done, point is not None
+        return self._step(self.per_step, train)
 
 
 class _Steps(TrainerCallback):  # type: ignore[misc]
-    """Hands each logged GRPO step to the learner; stops the trainer at the stage's end, and has
-    it save a checkpoint at an evaluation point inside the stage (TRL saves after ``on_log``)."""
+    """Hands each logged GRPO step to the loop (the model in evaluation mode while a point is
+    taken); stops the trainer at the stage's end, and has it save a checkpoint at an evaluation
+    point inside the stage (TRL saves after ``on_log``)."""
 
-    def __init__(self, learner: LMGRPOLearner) -> None:
+    def __init__(self, learner: LMGRPOLearner, after_step: AfterStep) -> None:
         self.learner = learner
+        self.after_step = after_step
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **_: Any
     ) -> None:
         if logs is None or "reward" not in logs:  # the summary TRL logs after the last step
             return
-        stage_done, point = self.learner.step(logs)
-        if stage_done:
+        learner = self.learner
+        points, training = learner.prog.points, learner.model.training
+        learner.model.eval()
+        go_on = self.after_step(learner.step(logs))
+        learner.model.train(training)
+        if not go_on:
             control.should_training_stop = True
-        elif point:
+        elif learner.prog.points > points:
             control.should_save = True
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:

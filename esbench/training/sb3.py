@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,8 +58,9 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 # Registers the baselines: a Dask worker running _remote_train imports only this module's chain.
 from esbench.baselines import registry as _registry  # noqa: F401
 from esbench.baselines.configs import resolve_hparams
+from esbench.baselines.evaluation import action_distribution, deterministic_act, evaluate
 from esbench.baselines.sb3 import build_model, make_training_env
-from esbench.config.schema import stop_at_return
+from esbench.config.eval_protocol import EvalProtocol, eval_protocol
 from esbench.envs import make_env
 from esbench.measures.distribution import ActionDist
 from esbench.runtime.cluster import dask_client, in_dask_task, is_sole_run_of_process
@@ -67,19 +69,12 @@ from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import resume_state, save_checkpoint
-from esbench.training.drift import action_bounds, write_probes
-from esbench.training.loop import walk_stages
-from esbench.training.ruler import (
-    Confirmation,
-    Counters,
-    Stage,
-    StageEval,
-    StagePlan,
-    stage_plan,
-    write_snapshots,
-)
+from esbench.training.drift import action_bounds, record_stage_states, write_probes
+from esbench.training.learner import AfterStep, Seeds, StepStats
+from esbench.training.loop import run_learner
+from esbench.training.ruler import Stage, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.training.sb3_callback import MetricsCallback, Progress, policy_layout, policy_vector
-from esbench.training.sb3_checkpoint import SB3_STATE, load_snapshot, optimizers, restore
+from esbench.training.sb3_checkpoint import SB3_STATE, load_snapshot, optimizers, restore, snapshot
 from esbench.training.sequence_loop import SequenceLoop
 from esbench.utils.layout import ParamLayout
 
@@ -87,6 +82,8 @@ log = logging.getLogger(__name__)
 
 RowSink = Callable[[dict[str, Any]], None]
 SnapshotSink = Callable[[bytes], None]
+#: The stochastic evaluation beside a deterministic one (``eval.also_stochastic``).
+SAMPLED = EvalProtocol("sampled")
 
 
 def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: str) -> dict[str, Any]:
@@ -244,49 +241,47 @@ def train_process(
 ) -> dict[str, Any]:
     """Train in this process (from ``blob``, a snapshot, when given) and return the summary.
 
-    Stage after stage of the run's plan (:func:`esbench.training.ruler.stage_plan`), walked by
-    :func:`esbench.training.loop.walk_stages` with an :class:`SB3Learner`: an evaluation point at
-    timestep 0, then ``learn`` for the stage's budget with the metrics callback taking the points
-    in between, a point at the end of the stage, and a new model for the next stage that starts
+    Stage after stage of the run's plan (:func:`esbench.training.ruler.stage_plan`), driven by
+    :func:`esbench.training.loop.run_learner` with an :class:`SB3Learner`: an evaluation point at
+    timestep 0, then ``learn`` for the stage's budget with the metrics callback handing every step
+    to the loop, a point at the end of the stage, and a new model for the next stage that starts
     from this one's parameters (:func:`carry_over`); a snapshot is emitted at every boundary, so a
     run killed in stage k resumes inside stage k.
     """
     torch.set_num_threads(int(cfg.torch_threads))
     plan = stage_plan(cfg)
     hp = resolve_hparams(cfg)
-    interval, every = int(cfg.eval.interval_timesteps), int(cfg.checkpoint_every)
     first = load_snapshot(blob).progress.stage if blob is not None else 0
     model, venv = build_stage(cfg, hp, plan.stages[first])
     if blob is not None:
         progress = restore(blob, model)
-        progress.resumed_from = [*progress.resumed_from, progress.timesteps]
     else:
-        progress = Progress(next_eval_at=interval, next_checkpoint_at=every)
-        progress.snapshots = [policy_vector(model)]
-    loop = SequenceLoop(
-        plan,
-        progress,
-        interval,
-        stop_at_return(cfg),
-        Confirmation.from_config(cfg),
-        bool(cfg.eval.also_stochastic),
-        probes=True,
-    )
+        progress = Progress(next_checkpoint_at=int(cfg.checkpoint_every))
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
-    learner = SB3Learner(
-        cfg, hp, loop, model, venv, eval_envs, emit_row, emit_snapshot, restored=blob is not None
-    )
+
+    def emit(rows: list[dict[str, Any]], point: Any) -> None:
+        del point
+        for row in rows:
+            emit_row({**row, "row_index": progress.rows})
+            progress.rows += 1
+
+    def build(loop: SequenceLoop) -> SB3Learner:
+        return SB3Learner(cfg, hp, loop, model, venv, eval_envs, emit_snapshot, restored=blob is not None)
+
+    learner: SB3Learner | None = None
     try:
-        walk_stages(loop, learner)
+        summary, learner = run_learner(
+            cfg, progress, build, resumed_at=progress.timesteps if blob is not None else None, emit=emit,
+            cpu="process", checkpoints=False,
+        )  # fmt: skip
     finally:
-        learner.close()
+        for env in eval_envs:
+            env.close()
+        (learner.venv if learner is not None else venv).close()
     model = learner.model
-    counters = Counters(
-        progress.points, progress.timesteps, progress.frames, progress.episodes, progress.wall_clock_s,
-        progress.cpu_s, progress.eval_timesteps, 1,
-    )  # fmt: skip
     return {
-        **loop.summary(counters, policy_vector(model)),
+        **summary,
+        "workers": 1,
         "updates": int(getattr(model, "_n_updates", 0)),
         "hyperparameters": {k: v for k, v in hp.items() if k != "name"},
         "snapshots": Snapshots(
@@ -305,17 +300,15 @@ def train_process(
 
 class SB3Learner:
     """The SB3 :class:`~esbench.training.learner.Learner`: one model per stage, trained by SB3's
-    ``learn`` with a :class:`~esbench.training.sb3_callback.MetricsCallback` that counts, takes
-    the points inside a stage and emits snapshots between rollouts.
+    ``learn`` with a :class:`MetricsCallback` that hands every environment step to the loop.
 
     Args:
         cfg: The run config.
-        hp: The resolved hyperparameters (:func:`~esbench.baselines.configs.resolve_hparams`).
+        hp: The resolved hyperparameters.
         loop: The run's sequence loop; its progress is a :class:`Progress`.
         model: The current stage's model (restored from a snapshot when resuming).
         venv: Its training environments.
         eval_envs: One evaluation env per stage of the plan.
-        emit_row: Receives each finished row.
         emit_snapshot: Receives each snapshot (bytes).
         restored: The model was restored from a snapshot (its first ``learn`` continues the count).
     """
@@ -328,44 +321,46 @@ class SB3Learner:
         model: BaseAlgorithm,
         venv: VecEnv,
         eval_envs: list[Any],
-        emit_row: RowSink,
         emit_snapshot: SnapshotSink,
         restored: bool,
     ) -> None:
         assert isinstance(loop.p, Progress)
         self.cfg, self.hp, self.loop, self.p = cfg, hp, loop, loop.p
         self.model, self.venv, self.eval_envs = model, venv, eval_envs
-        self.emit_row, self.emit_snapshot = emit_row, emit_snapshot
+        self.emit_snapshot = emit_snapshot
         self.restored = restored
-        self.cb = self._callback()
+        self.protocol = eval_protocol(cfg, family="rl")
 
-    def _callback(self) -> MetricsCallback:
-        cb = MetricsCallback(self.cfg, self.loop, self.eval_envs, self.emit_row, self.emit_snapshot)
-        cb.init_callback(self.model)
-        return cb
-
-    # --- the walk ---------------------------------------------------------------------------------
-    def first_point(self) -> None:
-        """The point at timestep 0: the untrained policy."""
-        self.cb.evaluation_point()
-        self.cb.clock()
-
-    def train_stage(self) -> None:
-        """``learn`` for what remains of the stage's budget (the callback takes the points and
-        stops early at the target), then the point that ends the stage, with the parameters its
-        last update left."""
+    # --- a step -----------------------------------------------------------------------------------
+    def train(self, after_step: AfterStep) -> None:
+        """``learn`` for what remains of the stage's budget (the callback hands the loop every
+        environment step; the loop stops ``learn`` at the target), then the step that ends the
+        stage, whose point evaluates the parameters the last update left."""
+        if not after_step(StepStats(columns=self.columns, row=False)):
+            return
         remaining = self.loop.stage.timesteps - self.model.num_timesteps
         if remaining > 0:
-            self.model.learn(remaining, callback=self.cb, reset_num_timesteps=not self.restored)
+            callback = MetricsCallback(self.cfg, self.p, after_step, self.columns, self.checkpoint)
+            self.model.learn(remaining, callback=callback, reset_num_timesteps=not self.restored)
         self.restored = False
-        if self.loop.running:
-            self.cb.evaluation_point(stage_end=True)
-        self.cb.clock()
+        after_step(StepStats(columns=self.columns, row=False, ends_stage=True))
 
-    def on_stage_end(self) -> None:
-        """Nothing: the snapshots travel back with the summary (the driver writes them)."""
+    def columns(self) -> dict[str, Any]:
+        """The columns of a point's row: the training episodes finished since the last one (then
+        forgotten), the updates so far, the parameters' norm."""
+        p = self.p
+        train = {
+            "train_return_mean": float(np.mean(p.returns)) if p.returns else math.nan,
+            "train_return_max": float(np.max(p.returns)) if p.returns else math.nan,
+            "nonfinite_members": 0,
+            "grad_norm": math.nan,
+            "param_norm": float(np.linalg.norm(self.params().astype(np.float64))),
+            "rl/n_updates": int(getattr(self.model, "_n_updates", 0)),
+        }
+        p.returns = []
+        return train
 
-    def on_stage_begin(self, stage: Stage) -> None:
+    def begin_stage(self, stage: Stage) -> None:
         """A fresh model on the new stage's environments, starting where the last one ended
         (:func:`carry_over`)."""
         self.p.episode_raw = []
@@ -373,38 +368,50 @@ class SB3Learner:
         carry_over(self.model, model, self.loop.plan)
         self.venv.close()
         self.model, self.venv = model, venv
-        self.cb = self._callback()
 
     def checkpoint(self) -> None:
         """Emit a snapshot of the model, its environments, the RNGs and the counters."""
-        self.cb.checkpoint()
-
-    def close(self) -> None:
-        """Close the evaluation and training environments."""
-        for env in self.eval_envs:
-            env.close()
-        self.venv.close()
+        self.loop.clock.tick()
+        self.emit_snapshot(snapshot(self.model, self.p))
 
     # --- an evaluation point ----------------------------------------------------------------------
-    def evaluate_stage(self, j: int) -> StageEval:
-        """The current policy on stage ``j`` (:meth:`MetricsCallback.evaluate_stage`)."""
-        return self.cb.evaluate_stage(j)
+    def evaluate(self, j: int, seeds: Seeds) -> StageEval:
+        """Stage ``j`` on the evaluation seeds ``eval.seed + first + k``, acting as
+        ``eval.policy`` says (:mod:`esbench.baselines.evaluation`), or with actions sampled from
+        the policy (``stochastic``: SB3's ``deterministic=False``, how the paper's TRPO targets
+        were measured), on the evaluation action streams (run seed, timestep, episode)."""
+        episodes = int(self.cfg.eval.episodes if seeds.episodes is None else seeds.episodes)
+        mean, std, steps = evaluate(
+            self.model,
+            self.eval_envs[j],
+            int(self.cfg.eval.seed),
+            episodes,
+            self._vec_normalize(),
+            protocol=SAMPLED if seeds.stochastic else self.protocol,
+            run_seed=int(self.cfg.seed),
+            timestep=self.p.timesteps,
+            first=int(seeds.first),
+        )
+        return StageEval(self.loop.plan.stages[j].name, mean, std, steps)
 
-    def confirm_stage(self, j: int, first: int, episodes: int) -> StageEval:
-        """Stage ``j`` on a confirmation's seeds (:meth:`MetricsCallback.confirm_stage`)."""
-        return self.cb.confirm_stage(j, first, episodes)
-
-    def evaluate_stochastic(self, j: int) -> StageEval:
-        """Stage ``j``, the policy sampled (:meth:`MetricsCallback.evaluate_stochastic`)."""
-        return self.cb.evaluate_stochastic(j)
-
-    def record_states(self) -> StageStates:
-        """The states the current policy visits on its stage (:meth:`MetricsCallback.record_states`)."""
-        return self.cb.record_states()
+    def _vec_normalize(self) -> Any:
+        """The model's VecNormalize (None without one): its observation statistics."""
+        env = self.model.get_env()
+        assert env is not None
+        return unwrap_vec_normalize(env)
 
     def distribution(self, states: np.ndarray) -> ActionDist:
-        """The current policy's action distributions (:meth:`MetricsCallback.distribution`)."""
-        return self.cb.distribution(states)
+        """The current policy's action distributions on raw observations (its VecNormalize)."""
+        return action_distribution(self.model, states, self._vec_normalize())
+
+    def record_states(self) -> StageStates:
+        """The states the current (deterministic) policy visits on the stage it trains, on the
+        run's first evaluation seeds (:func:`esbench.training.drift.record_stage_states`)."""
+        act = deterministic_act(self.model, self._vec_normalize())
+        return record_stage_states(
+            self.loop.stage.name, self.eval_envs[self.p.stage], act, self.distribution,
+            int(self.cfg.eval.seed), int(self.cfg.eval.episodes),
+        )  # fmt: skip
 
     def params(self) -> np.ndarray:
         """The policy's parameters (:func:`policy_vector`)."""

@@ -1,20 +1,18 @@
-"""The sequence loop, written once for ES and RL: evaluation points, stage boundaries, the summary.
+"""The sequence loop, written once for every learner: what follows a step, points, boundaries, the summary.
 
-Issue #14 part 3: the loop that walks a run through the stages of its sequence must exist once, so
-the two families cannot drift apart in what they measure. :mod:`esbench.training.ruler` holds the
-pieces (the stage plan, the schedule, the rows, drift, the summary); this module holds the order
-they are used in and the counters they update, :class:`SequenceProgress`; the walk from stage
-to stage is :func:`esbench.training.loop.walk_stages`. A learner
-(:class:`~esbench.training.learner.Learner`) keeps only what is its own:
+The loop that walks a run through the stages of its sequence exists once, so ES, RL and the
+language-model learners cannot drift apart in what they measure. :mod:`esbench.training.ruler`
+holds the pieces (the stage plan, the schedule, the rows, drift, the summary); this module holds
+the order they are used in and the counters they update, :class:`SequenceProgress`; the walk from
+stage to stage is :func:`esbench.training.loop.walk_stages`. A learner
+(:class:`~esbench.training.learner.Learner`) keeps only what is its own: its step, handed to
+:meth:`SequenceLoop.after_step` as a :class:`~esbench.training.learner.StepStats`; what an
+evaluation point asks of its parameters; its checkpoint; what its state becomes when a stage begins.
 
-* its training step: an ES generation (:mod:`esbench.training.es`) or SB3's ``learn`` with
-  a callback (:mod:`esbench.training.sb3`), after which it asks :meth:`SequenceLoop.stage_done`
-  and :meth:`SequenceLoop.point_due`;
-* an :class:`~esbench.training.learner.Evaluable`: "evaluate my current parameters on stage j",
-  "my action distributions on these states", "the states I visit on the stage I train", "my parameter vector";
-* its own training statistics on the rows, and its checkpoints;
-* what happens to its state when a stage begins (ES: optimizer and observation statistics reset or
-  kept; RL: a new SB3 model on the new stage's environments that starts from the old parameters).
+:meth:`SequenceLoop.after_step` is the one code path after every step of every learner: add the
+step's counters, decide whether the step ends the stage and whether a point is due, take it
+(:meth:`SequenceLoop.evaluation_point`), bring the clock up to now, write the step's rows, and
+checkpoint every ``checkpoint_every`` steps; it answers whether to go on.
 
 The order, for every run (one stage without a sequence):
 
@@ -31,14 +29,16 @@ The order, for every run (one stage without a sequence):
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from esbench.measures.distribution import ActionDist
 from esbench.tracking.stage_states import StageStates
-from esbench.training.learner import Confirms, Evaluable, EvaluatesStochastic
+from esbench.training.learner import Learner, Seeds, StepStats
 from esbench.training.ruler import (
     Confirmation,
     Counters,
@@ -56,7 +56,7 @@ from esbench.training.ruler import (
     target_reached,
 )
 
-__all__ = ["PointResult", "SequenceLoop", "SequenceProgress"]
+__all__ = ["Clock", "PointResult", "RowSink", "SequenceLoop", "SequenceProgress"]
 
 
 @dataclass
@@ -123,7 +123,7 @@ class SequenceProgress:
 @dataclass(frozen=True)
 class PointResult:
     """An evaluation point: its index (0 at timestep 0), the parameters evaluated (read once, from
-    :meth:`~esbench.training.learner.Evaluable.params`), every stage's evaluation, the drift
+    :meth:`~esbench.training.learner.Learner.params`), every stage's evaluation, the drift
     columns for ``point_rows`` (with the confirmation's columns on the trained stage's), and the
     confirmation taken when the trained stage reached the target (None otherwise)."""
 
@@ -133,6 +133,33 @@ class PointResult:
     shared: dict[str, float]
     per_stage: dict[str, dict[str, float]]
     confirm: StageEval | None = None
+
+
+#: Receives the rows of a step (one per evaluated stage at a point, one without) and the step's point.
+RowSink = Callable[[list[dict[str, Any]], "PointResult | None"], None]
+
+#: How a run's ``cpu_s`` is counted: ``counted``, the learner adds what it measures (ES: its
+#: workers' CPU time, through :attr:`StepStats.cpu_s` and its evaluations); ``process``, this
+#: process's CPU time (SB3 in its own process); ``wall``, the wall-clock (one process doing the work).
+CpuClock = Literal["counted", "process", "wall"]
+
+
+class Clock:
+    """The run's ``wall_clock_s`` (and, as :data:`CpuClock` says, ``cpu_s``), cumulative over
+    resumes: started from the progress's values when the loop is made."""
+
+    def __init__(self, progress: SequenceProgress, cpu: CpuClock = "counted") -> None:
+        self.p, self.cpu = progress, cpu
+        self._t0, self._cpu0 = time.perf_counter(), time.process_time()
+        self._wall_base, self._cpu_base = progress.wall_clock_s, progress.cpu_s
+
+    def tick(self) -> None:
+        """Bring the clock up to now."""
+        self.p.wall_clock_s = self._wall_base + (time.perf_counter() - self._t0)
+        if self.cpu == "process":
+            self.p.cpu_s = self._cpu_base + (time.process_time() - self._cpu0)
+        elif self.cpu == "wall":
+            self.p.cpu_s = self.p.wall_clock_s
 
 
 class SequenceLoop:
@@ -150,6 +177,11 @@ class SequenceLoop:
             with the policy acting stochastically (``eval_stochastic_return_mean``/``_std``).
         probes: Record behavioural probes in a sequence (:meth:`record_probe`); off for learners
             whose distributions are too large to keep per stage (a language model's vocabulary).
+        emit: Receives the rows of every step (:data:`RowSink`); None: rows are not kept.
+        cpu: How ``cpu_s`` is counted (:data:`CpuClock`).
+        checkpoint_every: Checkpoint after every this many steps (by :attr:`StepStats.generation`)
+            that do not end the stage; None: the learner's library times its checkpoints inside a
+            stage (SB3 at a rollout's start, TRL at a point), as it alone can.
     """
 
     def __init__(
@@ -161,10 +193,18 @@ class SequenceLoop:
         confirm: Confirmation | None = None,
         also_stochastic: bool = False,
         probes: bool = False,
+        *,
+        emit: RowSink | None = None,
+        cpu: CpuClock = "counted",
+        checkpoint_every: int | None = None,
     ) -> None:
         self.plan = plan
         self.p = progress
         self.interval = int(interval)
+        self.emit = emit
+        self.clock = Clock(progress, cpu)
+        self.checkpoint_every = checkpoint_every
+        self.workers = 1  # of the last step (a row's ``workers``)
         if target is not None and confirm is None:
             raise ValueError("a target (budget.stop_at_return) needs its Confirmation (from_config)")
         self.target = target
@@ -195,7 +235,61 @@ class SequenceLoop:
         """Whether the training step just finished ends with an evaluation point."""
         return eval_due(self.p.timesteps, self.p.next_eval_at, stage_done)
 
-    def evaluation_point(self, learner: Evaluable, stage_end: bool = False) -> PointResult:
+    def after_step(self, learner: Learner, stats: StepStats) -> bool:
+        """Everything that follows a training step of ``learner``; True to go on training the stage.
+
+        Adds the step's counters; the step ends the stage when its budget is spent (or the learner
+        says so: :attr:`StepStats.ends_stage`); takes a point when none was taken yet, when the
+        schedule says so, or at the stage's end (a step that cannot end the stage takes no point
+        once the budget is spent); brings the clock up to now; writes the step's rows (at a point,
+        or :attr:`StepStats.row`); checkpoints every ``checkpoint_every`` steps that go on. The
+        stage ends at its end, or when the trained stage reached the target. After the run
+        stopped at its target a step does nothing.
+        """
+        p = self.p
+        if not self.running:
+            return False
+        p.timesteps += int(stats.timesteps)
+        p.frames += int(stats.frames)
+        p.episodes += int(stats.episodes)
+        p.cpu_s += float(stats.cpu_s)
+        self.workers = int(stats.workers)
+        done = self.stage_done() or stats.ends_stage is True
+        if self.needs_first_point:
+            due, end = True, done and stats.ends_stage is not False
+        elif stats.ends_stage is False:
+            due, end = not done and self.point_due(stage_done=False), False
+        else:
+            due, end = self.point_due(done), done
+        point = self.evaluation_point(learner, stage_end=end) if due else None
+        self.clock.tick()
+        if point is not None or stats.row:
+            generation = point.index if stats.generation is None and point is not None else stats.generation
+            counters = self.counters(int(generation or 0))
+            rows = self.rows(counters, point, stats.row_columns())
+            if self.emit is not None:
+                self.emit(rows, point)
+        go_on = not (end or p.stopped_at_return)
+        every = self.checkpoint_every
+        if (
+            go_on
+            and every
+            and stats.timesteps
+            and stats.generation is not None
+            and stats.generation % every == 0
+        ):
+            learner.checkpoint()  # a stage's end is checkpointed by the walk, after its boundary
+        return go_on
+
+    def counters(self, generation: int) -> Counters:
+        """The ruler's counters now, for a row of step ``generation`` (or the summary)."""
+        p = self.p
+        return Counters(
+            generation, p.timesteps, p.frames, p.episodes, p.wall_clock_s, p.cpu_s, p.eval_timesteps,
+            self.workers,
+        )  # fmt: skip
+
+    def evaluation_point(self, learner: Learner, stage_end: bool = False) -> PointResult:
         """Evaluate every stage of the plan with the current parameters and update the counters.
 
         At a stage's end with a later stage to come, that stage's states are recorded first (its
@@ -210,7 +304,7 @@ class SequenceLoop:
             p.eval_timesteps += sum(r.steps for r in p.stage_states[before:])
         params = learner.params()
         shared, per_stage = drift_at_point(params, p.snapshots[p.stage], p.stage_states, learner.distribution)
-        evals = [learner.evaluate_stage(j) for j in range(len(self.plan.stages))]
+        evals = [learner.evaluate(j, Seeds()) for j in range(len(self.plan.stages))]
         for e in evals:
             p.eval_timesteps += e.steps
             p.last_eval_by_stage[e.stage] = e.mean
@@ -230,38 +324,40 @@ class SequenceLoop:
         p.points += 1
         return PointResult(p.points - 1, params, evals, shared, per_stage, confirm)
 
-    def stochastic(self, learner: Evaluable) -> dict[str, float]:
+    def stochastic(self, learner: Learner) -> dict[str, float]:
         """The stage trained with the policy acting stochastically (``eval.also_stochastic``), as
         the columns of its row; its steps count as evaluation."""
-        if not isinstance(learner, EvaluatesStochastic):
+        try:
+            ev = learner.evaluate(self.p.stage, Seeds(stochastic=True))
+        except NotImplementedError:
             raise TypeError(
-                f"{type(learner).__name__} cannot evaluate stochastically (no evaluate_stochastic): "
+                f"{type(learner).__name__} cannot evaluate stochastically: "
                 "eval.also_stochastic=true needs a learner that can"
-            )
-        ev = learner.evaluate_stochastic(self.p.stage)
+            ) from None
         self.p.eval_timesteps += ev.steps
         return {"eval_stochastic_return_mean": ev.mean, "eval_stochastic_return_std": ev.std}
 
-    def confirmation(self, learner: Evaluable) -> StageEval:
+    def confirmation(self, learner: Learner) -> StageEval:
         """Evaluate the trained stage on the next confirmation's fresh seeds
         (:class:`~esbench.training.ruler.Confirmation`), counting its steps as evaluation."""
-        if not isinstance(learner, Confirms):
-            raise TypeError(
-                f"{type(learner).__name__} cannot confirm a target (no confirm_stage): "
-                "budget.stop_at_return needs a learner that evaluates on given seeds"
-            )
         p = self.p
         first = self.confirm.first(p.confirmations)
+        try:
+            ev = learner.evaluate(p.stage, Seeds(first, self.confirm.episodes))
+        except NotImplementedError:
+            raise TypeError(
+                f"{type(learner).__name__} cannot confirm a target: "
+                "budget.stop_at_return needs a learner that evaluates on given seeds"
+            ) from None
         p.confirmations += 1
-        ev = learner.confirm_stage(p.stage, first, self.confirm.episodes)
         p.eval_timesteps += ev.steps
         return ev
 
-    def record_probe(self, learner: Evaluable) -> None:
+    def record_probe(self, learner: Learner) -> None:
         """Record the trained stage's behavioural probe set with the policy it starts from (a
         sequence only; once per stage, so a resumed run keeps the one it has).
 
-        The states are those :meth:`~esbench.training.learner.Evaluable.record_states` visits
+        The states are those :meth:`~esbench.training.learner.Learner.record_states` visits
         (the stage's first evaluation seeds, played deterministically); their steps count as
         evaluation steps. Nothing unless the loop was made with ``probes``.
         """
@@ -272,7 +368,7 @@ class SequenceLoop:
         p.probes = [*p.probes, probe]
         p.eval_timesteps += probe.steps
 
-    def end_probes(self, learner: Evaluable) -> None:
+    def end_probes(self, learner: Learner) -> None:
         """The distributions of the policy that ends the trained stage on every probe set so far
         (once per stage; nothing without a probe set for every stage so far, e.g. a run resumed
         from a checkpoint written before probes existed)."""
