@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 LOCK   := requirements.lock
 
-.PHONY: install install-cw install-docs docs lock test test-recipes test-slow lint run reproduce bench clean
+.PHONY: install install-cw install-docs docs lock test test-artifacts test-learning test-recipes test-slow lint run reproduce bench clean
 
 # torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build; then every other
 # distribution at the version in requirements.lock, and esbench itself, both without resolving
@@ -57,6 +57,17 @@ TEST_WORKERS ?= 2
 
 test: install install-cw install-docs lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# What the repository ships (tests marked `artifacts`): every committed report under paper/ recomputed
+# from its data/ (`esbench report --check`), and every report's figures laid out without overlaps.
+# A step of CI after `make test`; docs/testing.md gives its time.
+test-artifacts: install
+	$(BIN)/python -m pytest -m artifacts -n $(TEST_WORKERS) --dist loadfile
+
+# Learning thresholds at smoke scale (tests marked `learning` and not `slow`): ES on InvertedPendulum,
+# PPO and every ES variant on CartPole end clearly above an untrained policy. A step of CI after `make test`.
+test-learning: install
+	$(BIN)/python -m pytest -m "learning and not slow" -n $(TEST_WORKERS) --dist loadfile
 
 # Every recipe at smoke scale, end to end (one `esbench reproduce all scale=smoke`, about 4 minutes on
 # 2 cores; tests/test_recipes_smoke.py): a step of CI beside `make test`, which runs table1's.

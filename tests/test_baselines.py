@@ -14,10 +14,11 @@ QUIET = ["tracker=none", "tracker.console=false", "budget=smoke"]
 CARTPOLE = ["env=cartpole", *QUIET]
 
 
+@pytest.mark.learning
 @pytest.mark.parametrize(
     ("algo", "env", "timesteps", "threshold"),
     [
-        ("ppo", "cartpole", 20000, 200.0),  # one learner by default; the others in the slow suite
+        ("ppo", "cartpole", 20000, 200.0),  # in `make test-learning`; the others in the slow suite
         pytest.param("a2c", "cartpole", 30000, 150.0, marks=pytest.mark.slow),
         pytest.param("dqn", "cartpole", 30000, 100.0, marks=pytest.mark.slow),
         pytest.param("trpo", "inverted_pendulum", 30000, 500.0, marks=pytest.mark.slow),

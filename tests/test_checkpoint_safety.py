@@ -246,7 +246,7 @@ def _equal(a: Any, b: Any) -> bool:
         ["algo=dqn", "env=cartpole", "budget.timesteps=4000", "eval.interval_timesteps=1000"],
         # TRPO on Ant: VecNormalize statistics, MuJoCo mid-episode (Ant's reward reads body positions,
         # derived quantities that the integration state alone would not restore bit for bit)
-        ["algo=trpo", "env=ant", "budget.timesteps=6144", "eval.interval_timesteps=1024", "eval.episodes=1"],
+        ["algo=trpo", "env=ant", "budget.timesteps=3072", "eval.interval_timesteps=1024", "eval.episodes=1"],
         # A2C on Pong: 16 ALE emulators, frame stacks, no-op resets, RMSprop (TF-like) state
         ["algo=a2c", "env=atari", "env.max_episode_steps=200", "budget.timesteps=960", *PONG_EVAL],
     ],

@@ -294,14 +294,14 @@ def test_workers_play_eggroll_members_from_factors() -> None:
 
 
 def test_hopper_smoke_run_is_the_same_on_one_and_two_workers(tmp_path: Path) -> None:
-    args = ["run", "algo=eggroll", "env=hopper", "budget=smoke", *SMALL, "budget.timesteps=12000",
-            "eval.interval_timesteps=6000"]  # fmt: skip
+    args = ["run", "algo=eggroll", "env=hopper", "budget=smoke", *SMALL, "budget.timesteps=4000",
+            "eval.interval_timesteps=2000"]  # fmt: skip
     summaries = []
     for workers in (1, 2):
         esbench(*args, f"cluster.n_workers={workers}", f"results_dir={tmp_path / str(workers)}", timeout=600)
         summaries.append(json.loads((only_run_dir(tmp_path / str(workers)) / "summary.json").read_text()))
     one, two = summaries
-    assert one["total_timesteps"] >= 12000
+    assert one["total_timesteps"] >= 4000
     assert (one["workers"], two["workers"]) == (1, 2)
     assert one["params_sha256"] == two["params_sha256"]
     assert one["final_eval_return"] == two["final_eval_return"]

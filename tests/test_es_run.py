@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from distributed import Client
 
 from esbench.tracking.store import code_revision, environment_record, pinned_code_revision
-from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+from tests.conftest import SMALL, esbench, only_run_dir, read_run
+from tests.dask_processes import running_dask
 
 PENDULUM = ["env=inverted_pendulum", "budget=smoke", *SMALL]
 
 
+@pytest.mark.learning
 def test_es_learns_inverted_pendulum(tmp_path: Path) -> None:
     """Smoke scale: InvertedPendulum-v5 to an eval return >= 900 (max 1000) within 100k steps."""
     esbench("run", *PENDULUM, "budget.timesteps=100000", f"results_dir={tmp_path}")
@@ -139,65 +137,10 @@ def test_wandb_failure_does_not_kill_the_run(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def dask_processes(tmp_path: Path):
+def dask_processes(tmp_path: Path) -> Iterator[str]:
     """A real `dask scheduler` and two `dask worker --nthreads 1` processes on 127.0.0.1."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
-    bindir = Path(sys.executable).parent
-    procs = [
-        subprocess.Popen(
-            [str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--no-dashboard"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-    ]  # fmt: skip
-    deadline = time.monotonic() + 60
-    while True:  # the scheduler accepts connections: then workers can join
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert procs[0].poll() is None and time.monotonic() < deadline, "the scheduler did not start"
-            time.sleep(0.05)
-    for i in range(2):
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(bindir / "dask"),
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--no-dashboard",
-                    "--name",
-                    f"w{i}",
-                    "--local-directory",
-                    str(tmp_path / f"w{i}"),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=REPO,
-                env={**os.environ, "PYTHONPATH": str(REPO)},  # tests.fault_envs, imported by env id
-            )
-        )
-    try:
-        with Client(address, timeout=60) as client:  # both workers joined before any test uses them
-            client.wait_for_workers(2, timeout=60)
+    with running_dask(tmp_path, workers=2) as address:
         yield address
-    finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
 
 
 def test_running_scheduler_by_address_gives_identical_results(tmp_path: Path, dask_processes: str) -> None:

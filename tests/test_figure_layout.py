@@ -200,6 +200,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Figure]]:
     return saved
 
 
+@pytest.mark.artifacts
 @pytest.mark.parametrize("name", sorted(STORES))
 def test_every_report_figure_has_no_overlapping_text_and_its_legend_outside_the_data(
     name: str, tmp_path: Path, drawn: list[tuple[str, Figure]], monkeypatch: pytest.MonkeyPatch

@@ -102,7 +102,7 @@ def test_sweep_on_real_scheduler_matches_local_cluster(
     tmp_path: Path,
     dask_processes: str,  # noqa: F811
 ) -> None:
-    sweep = [*DASK, "budget.timesteps=6000", "seed=0,1", "experiment=same"]
+    sweep = [*DASK, "budget.timesteps=3000", "seed=0,1", "experiment=same"]
     esbench("run", *sweep, f"results_dir={tmp_path / 'local'}")
     remote = esbench(
         "run",

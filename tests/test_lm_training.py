@@ -18,7 +18,7 @@ from esbench.envs.lm.tasks import CountdownTask, Problem
 from esbench.envs.lm.verifier import countdown_reward
 from esbench.runner import run
 from tests.conftest import TIMING_COLUMNS, esbench, only_run_dir
-from tests.resume_check import assert_resumed, kill_after_checkpoint
+from tests.resume_check import KilledRun, assert_resumed, kill_after_checkpoint
 
 #: A model of ~10k parameters, a prior of 150 steps on single-digit addition, 4 members x 4 prompts.
 TINY = [
@@ -241,30 +241,46 @@ def test_lm_es_members_on_1_or_2_dask_workers_give_identical_parameters(tmp_path
     assert one["grad_norm"].gt(0).any()  # the members differed: the weights moved
 
 
-@pytest.mark.slow  # three GRPO runs in subprocesses: about a minute
-def test_killed_grpo_run_resumes_inside_its_stage(tmp_path: Path) -> None:
+#: GRPO on the tiny model: 2 prompts x 4 completions a step, 20 steps, an evaluation point every 4.
+GRPO = [
+    *TINY,
+    "algo=grpo",
+    "algo.prompts_per_step=2",
+    "algo.num_generations=4",
+    "env.kwargs.task=addition",
+    "budget.timesteps=160",
+    "eval.interval_timesteps=32",
+]
+
+
+@pytest.fixture(scope="module")
+def grpo_resumed(tmp_path_factory: pytest.TempPathFactory) -> KilledRun:
+    """A GRPO run killed after an evaluation point inside its stage, then run again to the end."""
+    root = tmp_path_factory.mktemp("grpo-killed")
+    killed = kill_after_checkpoint(GRPO, root, rows=9)  # the point at 64 (step 8)
+    assert (killed.run_dir / "grpo_trainer").is_dir()
+    esbench("run", *GRPO, f"results_dir={root}")
+    return killed
+
+
+def test_killed_grpo_run_resumes_inside_its_stage(grpo_resumed: KilledRun) -> None:
     """Killed after an evaluation point inside the stage, GRPO resumes from TRL's checkpoint there
     (the rows it covers are unchanged, byte for byte), not from the stage's start."""
-    args = [
-        *TINY,
-        "algo=grpo",
-        "algo.prompts_per_step=2",
-        "algo.num_generations=4",
-        "env.kwargs.task=addition",
-        "budget.timesteps=160",
-        "eval.interval_timesteps=32",
-    ]
-    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=9)  # the point at 64 (step 8)
-    assert (killed.run_dir / "grpo_trainer").is_dir()
-    esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
-    assert_resumed(killed)
-    assert not (killed.run_dir / "grpo_trainer").exists()  # TRL's checkpoints go with the stage
-    esbench("run", *args, f"results_dir={tmp_path / 'whole'}")
-    resumed, whole = (
-        json.loads((only_run_dir(tmp_path / d) / "summary.json").read_text()) for d in ("killed", "whole")
-    )
+    assert_resumed(grpo_resumed)
+    assert not (grpo_resumed.run_dir / "grpo_trainer").exists()  # TRL's checkpoints go with the stage
+    resumed = json.loads((grpo_resumed.run_dir / "summary.json").read_text())
     assert resumed["resumed_from"] and resumed["resumed_from"][0] >= 8  # inside the stage, not at 0
-    a = pd.read_csv(only_run_dir(tmp_path / "killed") / "metrics.csv").drop(columns=TIMING_COLUMNS)
+
+
+@pytest.mark.slow  # a third GRPO run in a subprocess
+def test_a_resumed_grpo_run_ends_as_an_uninterrupted_one(grpo_resumed: KilledRun, tmp_path: Path) -> None:
+    """The same rows (timing aside) and the same final parameters as a run never stopped."""
+    esbench("run", *GRPO, f"results_dir={tmp_path / 'whole'}")
+    resumed, whole = (
+        json.loads((d / "summary.json").read_text())
+        for d in (grpo_resumed.run_dir, only_run_dir(tmp_path / "whole"))
+    )
+    a = pd.read_csv(grpo_resumed.run_dir / "metrics.csv").drop(columns=TIMING_COLUMNS)
     b = pd.read_csv(only_run_dir(tmp_path / "whole") / "metrics.csv").drop(columns=TIMING_COLUMNS)
     assert list(a["timesteps"]) == list(b["timesteps"])
     assert resumed["params_sha256"] == whole["params_sha256"]

@@ -242,6 +242,7 @@ CHECKABLE = [p for p in COMMITTED if (p / "data").is_dir()]
 WITHOUT_DATA: set[str] = set()
 
 
+@pytest.mark.artifacts
 @pytest.mark.parametrize("report_dir", CHECKABLE, ids=[p.relative_to(REPO).as_posix() for p in CHECKABLE])
 def test_every_committed_report_is_up_to_date(report_dir: Path) -> None:
     """Every report under paper/ that ships its data/ recomputes from it to the committed bytes."""
@@ -249,6 +250,7 @@ def test_every_committed_report_is_up_to_date(report_dir: Path) -> None:
     assert result.ok, result.message
 
 
+@pytest.mark.artifacts
 def test_only_the_listed_old_reports_lack_their_data() -> None:
     """A new or regenerated report always ships data/; the old ones without it are named here, so the
     list of reports nobody can re-derive cannot grow unnoticed (and a regenerated one must leave it)."""

@@ -3,17 +3,24 @@
 Each test starts a real run through the CLI, SIGKILLs its process group once a checkpoint covers a
 few rows, runs the same command again and checks with :func:`tests.resume_check.assert_resumed`
 that the rows the checkpoint covered are byte-for-byte what the killed run wrote (timing columns
-included), that the rest follow, and (where a reference is cheap) that the results equal an
-uninterrupted run's. A run that silently restarted from scratch fails that check: the first test
-proves it by deleting the checkpoint before the second run.
+included), that the rest follow, and that the second run says it resumed from the checkpoint; for
+one algorithm of each kind of resumed state (and in the slow suite for every one) the results also
+equal an uninterrupted run's. A run that silently restarted from scratch fails that check: the first
+test proves it by deleting the checkpoint before the second run.
 
-The algorithm lists come from the registry, so a new variant or baseline inherits these tests.
+Every ES run here connects to one of two clusters the module starts once (one worker, two workers:
+``cluster=address``), so a run costs its own process only; the SIGKILL takes the run's driver, and
+the cluster it used serves the next run. The algorithm lists come from the registry, so a new
+variant or baseline inherits these tests.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +28,9 @@ import pytest
 
 from esbench.config.registry import algorithms
 from tests.conftest import SMALL, esbench, only_run_dir, read_run
+from tests.dask_processes import running_dask
 from tests.resume_check import (
+    KilledRun,
     assert_resumed,
     capture,
     checkpoint_rows,
@@ -33,24 +42,25 @@ from tests.resume_check import (
 ES_KEYS = sorted(algorithms("es"))
 #: The SB3 baselines (GRPO, an RL learner of language models with its own trainer: tests/test_lm_training.py).
 RL_KEYS = sorted(k for k, spec in algorithms("rl").items() if spec.trainer is None)
-#: The variants whose kill-and-resume the default suite runs: one of each kind of resumed state
-#: (Adam moments, a low-rank strategy, a covariance matrix; an on-policy rollout, a replay buffer).
-#: The others run in the slow suite (``pytest -m slow``), which runs before a runtime change lands.
-DEFAULT_RESUMED = {"openai_es", "eggroll", "cma_es", "ppo", "dqn"}
+#: The variants whose resumed run the default suite also compares with an uninterrupted one: one of
+#: each kind of resumed state (Adam moments, a low-rank strategy, a covariance matrix; an on-policy
+#: rollout, a replay buffer). The others are compared in the slow suite (``pytest -m slow``), which
+#: runs before a runtime change lands; every variant's kill-and-resume runs in the default suite.
+DEFAULT_COMPARED = {"openai_es", "eggroll", "cma_es", "ppo", "dqn"}
 
 
 SLOW = pytest.mark.slow
 
 
 def _every(keys: list[str]) -> list[object]:
-    return [k if k in DEFAULT_RESUMED else pytest.param(k, marks=SLOW) for k in keys]
+    return [k if k in DEFAULT_COMPARED else pytest.param(k, marks=SLOW) for k in keys]
 
 
 #: A single ES run that lasts long enough to be killed part-way: ~7 generations of CartPole, of which
 #: ~5 (a second or more of work) are left when the checkpoint the helper waits for is written.
 ES_RUN = [
     "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=12000", "eval.interval_timesteps=4000",
-    "eval.episodes=2", "checkpoint_every=1", "cluster.n_workers=1",
+    "eval.episodes=2", "checkpoint_every=1",
 ]  # fmt: skip
 #: Per baseline: 6 evaluation rows after the one at timestep 0, a checkpoint at each (the helper
 #: kills at the first, leaving 5); small rollouts, and for DQN a small replay buffer and few
@@ -71,6 +81,51 @@ PPO_PENDULUM = [
 ]  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, list[str]]]:
+    """workers -> the overrides that run on a cluster of that many workers (1 and 2), started once
+    for every ES run of the module."""
+    root = tmp_path_factory.mktemp("dask")
+    with running_dask(root / "one", workers=1) as one, running_dask(root / "two", workers=2) as two:
+        yield {n: ["cluster=address", f"cluster.address={address}"] for n, address in ((1, one), (2, two))}
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A run killed once its checkpoint covered rows, then completed by the same command."""
+
+    args: list[str]  #: the run's overrides, without its cluster and results directory
+    killed: KilledRun  #: the run directory as the SIGKILL left it
+    log: str  #: stderr of the command that completed it
+
+    @property
+    def summary(self) -> dict:
+        """The completed run's ``summary.json``."""
+        return json.loads((self.killed.run_dir / "summary.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def es_resumed(
+    request: pytest.FixtureRequest, clusters: dict[int, list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> Resumed:
+    """ES variant ``request.param`` killed on 1 worker once its checkpoint covers 2 rows, resumed on 2."""
+    args, root = [f"algo={request.param}", *ES_RUN], tmp_path_factory.mktemp(f"{request.param}-killed")
+    killed = kill_after_checkpoint([*args, *clusters[1]], root, rows=2)
+    again = esbench("run", *args, *clusters[2], f"results_dir={root}")
+    return Resumed(args, killed, again.stderr)
+
+
+@pytest.fixture(scope="module")
+def rl_resumed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Resumed:
+    """RL baseline ``request.param`` killed once its checkpoint covers 2 rows, then run again."""
+    algo = request.param
+    args = PPO_PENDULUM if algo == "ppo-inverted_pendulum" else [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
+    root = tmp_path_factory.mktemp(f"{algo}-killed")
+    killed = kill_after_checkpoint(args, root, rows=2)
+    again = esbench("run", *args, f"results_dir={root}")
+    return Resumed(args, killed, again.stderr)
+
+
 def _assert_same_results(reference: Path, resumed: Path) -> None:
     """Every non-timing column and the final parameters equal the uninterrupted run's."""
     (m1, s1), (m2, s2) = read_run(reference), read_run(resumed)
@@ -79,45 +134,65 @@ def _assert_same_results(reference: Path, resumed: Path) -> None:
     assert s1["resumed_from"] == [] and len(s2["resumed_from"]) == 1
 
 
-def test_a_run_restarted_from_scratch_fails_the_resume_check(tmp_path: Path) -> None:
+def test_a_run_restarted_from_scratch_fails_the_resume_check(
+    tmp_path: Path, clusters: dict[int, list[str]]
+) -> None:
     """The check is not vacuous: the same killed run, completed once by resuming and once after its
     checkpoint was deleted (so it starts over), passes in the first case and fails in the second."""
-    killed = kill_after_checkpoint(["algo=openai_es", *ES_RUN], tmp_path / "a", rows=2)
+    args = ["algo=openai_es", *ES_RUN, *clusters[1]]
+    killed = kill_after_checkpoint(args, tmp_path / "a", rows=2)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     restarted = capture(only_run_dir(tmp_path / "b"))
     (restarted.run_dir / "checkpoint.npz").unlink()
 
-    esbench("run", "algo=openai_es", *ES_RUN, f"results_dir={tmp_path / 'a'}")
+    esbench("run", *args, f"results_dir={tmp_path / 'a'}")
     assert_resumed(killed)
-    esbench("run", "algo=openai_es", *ES_RUN, f"results_dir={tmp_path / 'b'}")
+    esbench("run", *args, f"results_dir={tmp_path / 'b'}")
     with pytest.raises(AssertionError, match="restarted instead of resuming"):
         assert_resumed(restarted)
     # Deterministic either way: only the timing columns tell the two apart.
     pd.testing.assert_frame_equal(read_run(killed.run_dir)[0], read_run(restarted.run_dir)[0])
 
 
-@pytest.mark.parametrize("algo", _every(ES_KEYS))
-def test_every_es_variant_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
-    """Killed on 1 worker, resumed on 2: the covered rows untouched, the end as an uninterrupted run."""
-    args = [f"algo={algo}", *ES_RUN]
-    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
-    again = esbench("run", *args[:-1], "cluster.n_workers=2", f"results_dir={tmp_path / 'killed'}")
-    assert_resumed(killed)
-    assert re.search(r"resuming \S+ from generation [1-9]", again.stderr), again.stderr[-2000:]
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
-    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+@pytest.mark.parametrize("es_resumed", ES_KEYS, indirect=True)
+def test_every_es_variant_resumes_where_it_was_killed(es_resumed: Resumed) -> None:
+    """Killed on 1 worker, resumed on 2 from the generation its checkpoint holds: the covered rows
+    untouched, the rest appended, the run complete."""
+    assert_resumed(es_resumed.killed)
+    assert re.search(r"resuming \S+ from generation [1-9]", es_resumed.log), es_resumed.log[-2000:]
+    assert len(es_resumed.summary["resumed_from"]) == 1
 
 
-@pytest.mark.parametrize("algo", [*_every(RL_KEYS), pytest.param("ppo-inverted_pendulum", marks=SLOW)])
-def test_every_rl_baseline_resumes_where_it_was_killed(algo: str, tmp_path: Path) -> None:
-    """Model, optimizer, replay or rollout buffer, environments and random streams all come back:
-    the covered rows untouched, the end bit-identical to an uninterrupted run."""
-    args = PPO_PENDULUM if algo == "ppo-inverted_pendulum" else [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
-    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
-    esbench("run", *args, f"results_dir={tmp_path / 'killed'}")
-    assert_resumed(killed)
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
-    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+@pytest.mark.parametrize("es_resumed", _every(ES_KEYS), indirect=True)
+def test_a_resumed_es_run_ends_as_an_uninterrupted_one(
+    es_resumed: Resumed, clusters: dict[int, list[str]], tmp_path: Path
+) -> None:
+    """Every column but the timing ones, and the final parameters, as a run never stopped (on 1
+    worker throughout, where the resumed run changed from 1 to 2)."""
+    esbench("run", *es_resumed.args, *clusters[1], f"results_dir={tmp_path}")
+    _assert_same_results(only_run_dir(tmp_path), es_resumed.killed.run_dir)
+
+
+@pytest.mark.parametrize("rl_resumed", RL_KEYS, indirect=True)
+def test_every_rl_baseline_resumes_where_it_was_killed(rl_resumed: Resumed) -> None:
+    """Model, optimizer, replay or rollout buffer, environments and random streams come back from
+    the checkpoint (the second run says how many rows it covers): those rows untouched, the rest
+    appended, the run complete."""
+    assert_resumed(rl_resumed.killed)
+    said = re.search(r"resuming \S+ from its checkpoint \((\d+) rows\)", rl_resumed.log)
+    assert said and int(said.group(1)) == rl_resumed.killed.rows, rl_resumed.log[-2000:]
+    assert len(rl_resumed.summary["resumed_from"]) == 1
+
+
+@pytest.mark.parametrize(
+    "rl_resumed", [*_every(RL_KEYS), pytest.param("ppo-inverted_pendulum", marks=SLOW)], indirect=True
+)
+def test_a_resumed_rl_run_ends_bit_identical_to_an_uninterrupted_one(
+    rl_resumed: Resumed, tmp_path: Path
+) -> None:
+    """The rows after the resume and the final parameters equal a run never stopped, bit for bit."""
+    esbench("run", *rl_resumed.args, f"results_dir={tmp_path}")
+    _assert_same_results(only_run_dir(tmp_path), rl_resumed.killed.run_dir)
 
 
 SWEEP = [
@@ -162,7 +237,6 @@ SEQUENCES = {
     "es": [
         "algo=openai_es", "sequence=cartpole_pair", "eval.episodes=2", *SMALL,
         "sequence.stage_timesteps=12000", "eval.interval_timesteps=6000", "checkpoint_every=1",
-        "cluster.n_workers=1",
     ],
     "rl": [
         "algo=a2c", "sequence=cartpole_pair", "eval.episodes=2", "tracker=none", "tracker.console=false",
@@ -183,11 +257,13 @@ def _stage_2_checkpointed(root: Path) -> bool:
 
 
 @pytest.mark.parametrize("family", ["es", pytest.param("rl", marks=pytest.mark.slow)])
-def test_a_sequence_killed_inside_stage_2_resumes_inside_it(family: str, tmp_path: Path) -> None:
+def test_a_sequence_killed_inside_stage_2_resumes_inside_it(
+    family: str, tmp_path: Path, clusters: dict[int, list[str]]
+) -> None:
     """Killed once a checkpoint covers a row of stage 2's training: the second run resumes inside
     stage 2 (its covered rows, stage 1's among them, untouched) and ends as an uninterrupted run,
     stage-boundary snapshots included."""
-    args, root = SEQUENCES[family], tmp_path / "killed"
+    args, root = [*SEQUENCES[family], *(clusters[1] if family == "es" else [])], tmp_path / "killed"
     kill_when(args, root, lambda: _stage_2_checkpointed(root), "a checkpoint inside stage 2")
     killed = capture(only_run_dir(root))
     again = esbench("run", *args, f"results_dir={root}")
@@ -201,21 +277,24 @@ def test_a_sequence_killed_inside_stage_2_resumes_inside_it(family: str, tmp_pat
         assert (straight / probes).read_bytes() == (killed.run_dir / probes).read_bytes()
 
 
-def test_a_run_resumed_before_its_confirmations_confirms_on_the_same_seeds(tmp_path: Path) -> None:
+def test_a_run_resumed_before_its_confirmations_confirms_on_the_same_seeds(
+    tmp_path: Path, clusters: dict[int, list[str]]
+) -> None:
     """budget.stop_at_return: killed before the points that reach the target, resumed on 2
     workers, the run takes the same confirmations (same fresh seeds: their count is in the
     checkpoint) and stops, or trains on, exactly where an uninterrupted run does."""
-    esbench("run", "algo=openai_es", *ES_RUN[:-1], f"results_dir={tmp_path / 'free'}")
+    base = ["algo=openai_es", *ES_RUN]
+    esbench("run", *base, *clusters[2], f"results_dir={tmp_path / 'free'}")
     free, _ = read_run(only_run_dir(tmp_path / "free"))
     points = free["eval_return_mean"].dropna()
     target = float(points.iloc[1:].min())  # every later point reaches it: each is confirmed
     assert target > points.iloc[0], points.tolist()  # the untrained policy does not
-    args = ["algo=openai_es", *ES_RUN, f"budget.stop_at_return={target}"]
-    killed = kill_after_checkpoint(args, tmp_path / "killed", rows=2)
+    args = [*base, f"budget.stop_at_return={target}"]
+    killed = kill_after_checkpoint([*args, *clusters[1]], tmp_path / "killed", rows=2)
     assert not pd.read_csv(killed.run_dir / "metrics.csv")["confirmed"].notna().any()  # none yet
-    esbench("run", *args[:-2], "cluster.n_workers=2", args[-1], f"results_dir={tmp_path / 'killed'}")
+    esbench("run", *args, *clusters[2], f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)
-    esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
+    esbench("run", *args, *clusters[1], f"results_dir={tmp_path / 'straight'}")
     _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
     resumed, _ = read_run(killed.run_dir)
     assert resumed["confirm_return_mean"].notna().any()

@@ -46,6 +46,7 @@ CARTPOLE = [
 ]
 
 
+@pytest.mark.learning
 @pytest.mark.parametrize("algo", ES_KEYS)
 def test_every_es_variant_improves_on_cartpole(algo: str, tmp_path: Path) -> None:
     """Final evaluation >= timestep-0 evaluation + MARGIN, with the variant's default settings."""
