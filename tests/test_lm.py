@@ -305,3 +305,40 @@ def test_a_hub_model_that_is_nowhere_is_refused_naming_what_loads_offline() -> N
     with pytest.raises(OSError, match=r"lm.model.hub_id=esbench-tests/no-such-model: .*offline") as err:
         model_weights("esbench-tests/no-such-model")
     assert all(hub_id in str(err.value) for hub_id in SHIPPED)
+
+
+def test_bench_lm_arguments_name_the_model_and_refuse_what_they_do_not_know() -> None:
+    """``esbench bench lm lm.model.hub_id=... members=8``: the model config and the sizes; a bad word
+    is one error naming it and what is allowed."""
+    from esbench.bench.lm import parse_lm_args
+
+    args = parse_lm_args(
+        ["lm.model.hub_id=org/model", "lm.model.num_layers=3", "members=8", "full_rank=false"]
+    )
+    assert args == {
+        "model_cfg": ModelConfig(hub_id="org/model", num_layers=3),
+        "members": 8,
+        "full_rank": False,
+    }
+    for word, why in [
+        ("members=x", "'x' is not an integer"),
+        ("lm.model.depth=3", "unknown key"),
+        ("8", "KEY=VALUE"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            parse_lm_args([word])
+
+
+def test_a_chat_model_is_asked_in_its_template_and_the_char_model_plainly() -> None:
+    """With a chat template, a task prompt becomes the user's turn after the system instruction,
+    the assistant's turn opened; without one (the character tokenizer) it is unchanged."""
+    from esbench.policies.lm.chat import INSTRUCTION, chat_prompts
+
+    plain = CharTokenizer()
+    assert chat_prompts(plain, ["1+2=", "3,5,7:56="]) == ["1+2=", "3,5,7:56="]
+    chat = CharTokenizer()
+    chat.chat_template = (
+        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    assert chat_prompts(chat, ["3,5,7:56="]) == [f"<system>{INSTRUCTION}<user>3,5,7:56=<assistant>"]

@@ -91,6 +91,7 @@ def _solve_rates(metrics: pd.DataFrame) -> tuple[float, float]:
     return float(points["solve_rate"].iloc[0]), float(points["solve_rate"].iloc[-1])
 
 
+@pytest.mark.timeout(3 * LIMIT_S)  # report a slow run's time rather than be cut off
 @pytest.mark.parametrize(
     ("algo", "overrides"),
     [("eggroll", ES), ("openai_es", ES), ("grpo", GRPO)],

@@ -88,7 +88,12 @@ def _typed(value: str, kind: type) -> Any:
         if value.lower() not in ("true", "false"):
             raise ValueError(f"{value!r} is not true or false")
         return value.lower() == "true"
-    return kind(value)
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not {'an integer' if kind is int else 'a ' + kind.__name__}"
+        ) from None
 
 
 def bench_lm(
