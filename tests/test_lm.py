@@ -259,3 +259,86 @@ def test_bench_lm_reports_the_ratios_and_the_generation_split() -> None:
     assert set(res["generation_seconds"]["eggroll"]) == {"noise", "forward", "reward", "update", "total"}
     assert all(v > 0 for v in res["decode_member_passes_per_s"].values())
     assert "EGGROLL low rank" in format_lm(res) and "ES generation (full_rank)" in format_lm(res)
+
+
+@pytest.mark.parametrize("rank", [2, None], ids=["eggroll", "full-rank"])
+def test_a_tied_weight_is_perturbed_once_the_same_in_both_places(rank: int | None) -> None:
+    """Tied input and output embeddings (SmolLM2's) are one parameter: the output head takes the
+    embedding's perturbation, so each member is a plain tied model with W + s E, and the update
+    steps the weight once (Eq. 2), not once per module."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=23, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=32, tie_word_embeddings=True,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    base = LlamaForCausalLM(config).eval()
+    assert base.lm_head.weight is base.model.embed_tokens.weight
+    pm = PopulationModel(copy.deepcopy(base), rank=rank)
+    assert list(pm.tied.values()) == [0]  # the head shares module 0's (the embedding's) noise
+    ids = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
+    members = antithetic(4)
+    pm.set_population(seed=1, generation=0, members=members, sigma=0.05)
+    eps = [pm.perturbation(i) for i in range(len(members))]
+    assert "lm_head.weight" not in eps[0]  # named once, under the embedding
+    with torch.no_grad():
+        batched = pm.model(ids.repeat(len(members), 1)).logits.reshape(len(members), 2, 4, -1)
+        for i in range(len(members)):
+            one = copy.deepcopy(base)
+            for name, delta in eps[i].items():
+                one.get_parameter(name).add_(delta)
+            torch.testing.assert_close(batched[i], one(ids).logits, atol=2e-5, rtol=1e-5)
+    fitness = torch.tensor([0.4, 0.1, 0.9, 0.2])
+    z = (fitness - fitness.mean()) / fitness.std(unbiased=False)
+    pm.update(fitness, lr=0.01)
+    name = "model.embed_tokens.weight"
+    expected = base.get_parameter(name) + sum(z[i] * eps[i][name] / 0.05 for i in range(4)) * 0.01 / 4
+    torch.testing.assert_close(pm.model.model.embed_tokens.weight, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_a_hub_model_that_is_nowhere_is_refused_naming_what_loads_offline() -> None:
+    """A hub id that neither a local directory, the hub's cache, the hub nor a package has: one
+    error naming the id and the models a package ships."""
+    from esbench.policies.lm.model import SHIPPED, model_weights
+
+    with pytest.raises(OSError, match=r"lm.model.hub_id=esbench-tests/no-such-model: .*offline") as err:
+        model_weights("esbench-tests/no-such-model")
+    assert all(hub_id in str(err.value) for hub_id in SHIPPED)
+
+
+def test_bench_lm_arguments_name_the_model_and_refuse_what_they_do_not_know() -> None:
+    """``esbench bench lm lm.model.hub_id=... members=8``: the model config and the sizes; a bad word
+    is one error naming it and what is allowed."""
+    from esbench.bench.lm import parse_lm_args
+
+    args = parse_lm_args(
+        ["lm.model.hub_id=org/model", "lm.model.num_layers=3", "members=8", "full_rank=false"]
+    )
+    assert args == {
+        "model_cfg": ModelConfig(hub_id="org/model", num_layers=3),
+        "members": 8,
+        "full_rank": False,
+    }
+    for word, why in [
+        ("members=x", "'x' is not an integer"),
+        ("lm.model.depth=3", "unknown key"),
+        ("8", "KEY=VALUE"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            parse_lm_args([word])
+
+
+def test_a_chat_model_is_asked_in_its_template_and_the_char_model_plainly() -> None:
+    """With a chat template, a task prompt becomes the user's turn after the system instruction,
+    the assistant's turn opened; without one (the character tokenizer) it is unchanged."""
+    from esbench.policies.lm.chat import INSTRUCTION, chat_prompts
+
+    plain = CharTokenizer()
+    assert chat_prompts(plain, ["1+2=", "3,5,7:56="]) == ["1+2=", "3,5,7:56="]
+    chat = CharTokenizer()
+    chat.chat_template = (
+        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    assert chat_prompts(chat, ["3,5,7:56="]) == [f"<system>{INSTRUCTION}<user>3,5,7:56=<assistant>"]

@@ -24,6 +24,7 @@ from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
+from esbench.policies.lm.chat import chat_prompts
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,18 @@ class GRPOSettings:
     num_prompts: int = 256
 
 
-def reward_dataset(task: CountdownTask | AdditionTask, problems: list[Problem]) -> Dataset:
-    """The prompts with the columns the reward function reads (``numbers``, ``target``, ``answer``)."""
+def reward_dataset(
+    task: CountdownTask | AdditionTask,
+    problems: list[Problem],
+    tokenizer: PreTrainedTokenizerBase | None = None,
+) -> Dataset:
+    """The prompts with the columns the reward function reads (``numbers``, ``target``, ``answer``);
+    with a chat model's ``tokenizer``, the prompts in its chat template, as ES's members see them
+    (:func:`esbench.policies.lm.chat.chat_prompts`)."""
+    prompts = [p.prompt for p in problems]
     return Dataset.from_dict(
         {
-            "prompt": [p.prompt for p in problems],
+            "prompt": prompts if tokenizer is None else chat_prompts(tokenizer, prompts),
             "numbers": [list(p.numbers) for p in problems],
             "target": [p.target for p in problems],
             "answer": [p.answer for p in problems],
@@ -165,7 +173,7 @@ def _train(
             model=model,
             reward_funcs=countdown_reward_function(task),
             args=args,
-            train_dataset=reward_dataset(task, problems),
+            train_dataset=reward_dataset(task, problems, tokenizer),
             processing_class=tokenizer,
             callbacks=callbacks,
         )

@@ -9,6 +9,8 @@
     esbench bench store           # metrics.csv: appending rows against rewriting it, 1k/5k rows
     esbench bench projection      # costs the scaling projection is calibrated from (report scaling)
     esbench bench lm              # LM ES members: EGGROLL's batched forward against plain inference
+    esbench bench lm lm.model.hub_id=HuggingFaceTB/SmolLM2-135M-Instruct members=8
+                                  # ... on a hub model (lm.model.*, members, prompts, repeats, full_rank)
     esbench bench calibrate [--out PATH] [--no-lm]
                                   # this machine's rates for cost estimates (a few minutes), saved
                                   # where `esbench reproduce` reads them (~/.cache/esbench/calibration.json)
@@ -58,6 +60,15 @@ def main(argv: list[str]) -> int:
         return 2
     if what == "calibrate":
         return _calibrate(argv[1:])
+    lm_args: dict[str, Any] = {}
+    if what == "lm":
+        from esbench.bench.lm import parse_lm_args
+
+        try:
+            lm_args = parse_lm_args(argv[1:])
+        except ValueError as e:
+            print(f"esbench: error: bench lm {e}", file=sys.stderr)
+            return 2
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"machine": _machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if what in ("mujoco", "all"):
@@ -115,7 +126,7 @@ def main(argv: list[str]) -> int:
     if what in ("lm", "all"):
         from esbench.bench.lm import bench_lm, format_lm
 
-        results["lm"] = bench_lm()
+        results["lm"] = bench_lm(**lm_args)
         if what == "lm":  # the headline ratio at the top level of bench-lm.json
             results["eggroll_over_batched_inference"] = results["lm"]["eggroll_over_batched_inference"]
         print("\n" + format_lm(results["lm"]))

@@ -15,10 +15,13 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from esbench.policies.lm.chat import chat_prompts
+
 
 def encode_prompts(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
-    """Left-padded ``input_ids`` and ``attention_mask``, shape (B, T)."""
-    return dict(tokenizer(list(prompts), padding=True, return_tensors="pt"))
+    """Left-padded ``input_ids`` and ``attention_mask``, shape (B, T), of the prompts as the model
+    is given them (a chat model's in its template: :func:`esbench.policies.lm.chat.chat_prompts`)."""
+    return dict(tokenizer(chat_prompts(tokenizer, prompts), padding=True, return_tensors="pt"))
 
 
 @torch.no_grad()

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from esbench.envs.lm.tasks import Problem
+from esbench.policies.lm.chat import chat_prompts
 from esbench.policies.lm.decoding import greedy_completions
 
 
@@ -48,10 +49,11 @@ def teacher_forced(
     tokenizer: PreTrainedTokenizerBase, problems: Sequence[Problem]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask, labels), shape (B, T): ``<bos> prompt answer <eos>``, right
-    padded, labels -100 except on the answer and ``<eos>``."""
+    padded, labels -100 except on the answer and ``<eos>`` (a chat model's prompt in its template,
+    :func:`esbench.policies.lm.chat.chat_prompts`, and its end-of-turn as ``<eos>``)."""
     rows, labels = [], []
-    for p in problems:
-        prompt = tokenizer(p.prompt)["input_ids"]
+    for p, text in zip(problems, chat_prompts(tokenizer, [p.prompt for p in problems]), strict=True):
+        prompt = tokenizer(text)["input_ids"]
         answer = tokenizer(p.answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         rows.append(prompt + answer)
         labels.append([-100] * len(prompt) + answer)

@@ -32,6 +32,10 @@ population-aware ones *in place*, sharing the original parameters. With no popul
 the original model, bit for bit, so the same object serves plain inference, generation with
 ``model.generate`` and TRL. Other parameters (none in the Llama architecture) stay unperturbed
 and are listed in :attr:`PopulationModel.unperturbed`.
+
+A weight two modules share (tied input and output embeddings, as SmolLM2's) is one parameter:
+the later module (the output head) takes the earlier one's perturbation (:attr:`PopulationModel.tied`),
+so a member perturbs it once, the same in both places, and the update steps it once.
 """
 
 from __future__ import annotations
@@ -185,6 +189,7 @@ class PopulationModel:
     Attributes:
         model: The model (use it as usual; with a population set, every batch is P*B rows).
         unperturbed: Names of parameters no member perturbs.
+        tied: ``{k: j}``: swapped module k's weight is module j's (j < k), so it shares j's noise.
 
     A swapped module keeps the original as ``inner``, so the model's state-dict names gain
     ``.inner`` (``model.norm.inner.weight``): save and load weights through the original names
@@ -200,6 +205,12 @@ class PopulationModel:
         self.members: list[Member] = []
         self.modules: list[tuple[str, _PopModule]] = []
         self._swap(model, "")
+        owner: dict[int, int] = {}
+        self.tied: dict[int, int] = {}
+        for k, (_, mod) in enumerate(self.modules):
+            j = owner.setdefault(id(mod.weight), k)
+            if j != k:
+                self.tied[k] = j
         covered = {id(p) for _, m in self.modules for p in m.inner.parameters()}
         self.unperturbed = [n for n, p in model.named_parameters() if id(p) not in covered]
 
@@ -235,12 +246,16 @@ class PopulationModel:
         if not members:
             raise ValueError("a population needs at least one member")
         draws: dict[int, list[dict[str, torch.Tensor]]] = {}
+        own = [k for k in range(len(self.modules)) if k not in self.tied]
         for idx in sorted({m.index for m in members}):
             gen = torch.Generator().manual_seed(derive_seed(seed, LM_NOISE, generation, idx))
-            draws[idx] = [self._draw(mod, gen) for _, mod in self.modules]
-        for k, (_, mod) in enumerate(self.modules):
-            keys = draws[members[0].index][k]
-            mod.noise = {key: torch.stack([draws[m.index][k][key] for m in members]) for key in keys}
+            draws[idx] = [self._draw(self.modules[k][1], gen) for k in own]
+        for n, k in enumerate(own):
+            mod = self.modules[k][1]
+            keys = draws[members[0].index][n]
+            mod.noise = {key: torch.stack([draws[m.index][n][key] for m in members]) for key in keys}
+        for k, j in self.tied.items():
+            self.modules[k][1].noise = self.modules[j][1].noise  # one perturbation of the one weight
         self._pop.scale = torch.tensor([m.sign * sigma for m in members], dtype=torch.float32)
         self._pop.size = len(members)
         for _, mod in self.modules:
@@ -278,7 +293,9 @@ class PopulationModel:
         """Member i's ``s * E_i`` as dense tensors, by parameter name (for checks and drift)."""
         s = float(self._pop.scale[i])
         out: dict[str, torch.Tensor] = {}
-        for name, mod in self.modules:
+        for k, (name, mod) in enumerate(self.modules):
+            if k in self.tied:
+                continue
             n = mod.noise
             if "A" in n:
                 r = n["A"].shape[-1]
@@ -303,7 +320,9 @@ class PopulationModel:
         z = ((f - f.mean()) / std if std > 0 else torch.zeros_like(f)).to(torch.float32)
         coef = z * torch.sign(self._pop.scale) * (lr / p)  # (P,)
         sq = 0.0
-        for _, mod in self.modules:
+        for k, (_, mod) in enumerate(self.modules):
+            if k in self.tied:
+                continue
             n = mod.noise
             weight = mod.weight
             if "A" in n:

@@ -43,7 +43,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from esbench.config.lm import ModelConfig, PretrainConfig
 from esbench.envs.lm.tasks import AdditionTask, CountdownTask, Problem
 from esbench.policies.lm.evaluation import answer_loss, task_reward, teacher_forced
-from esbench.policies.lm.model import build_model, build_tokenizer
+from esbench.policies.lm.model import build_model, build_tokenizer, model_weights
 from esbench.utils.io import atomic_write_json
 
 #: Bump when the training procedure changes in a way the configs do not show.
@@ -56,11 +56,18 @@ def cache_root() -> Path:
 
 
 def config_hash(model: ModelConfig, pretrain: PretrainConfig, task: AdditionTask) -> str:
-    """First 16 hex digits of the sha256 of everything that shapes the pretrained weights."""
-    blob = json.dumps(
-        {"format": FORMAT, "model": model.as_dict(), "pretrain": asdict(pretrain), "task_a": asdict(task)},
-        sort_keys=True,
-    )
+    """First 16 hex digits of the sha256 of everything that shapes the pretrained weights (a hub
+    model's too: where its weights come from, :func:`~esbench.policies.lm.model.model_weights`, so
+    the hub's and a package's copies never share a cache entry)."""
+    shaping: dict[str, Any] = {
+        "format": FORMAT,
+        "model": model.as_dict(),
+        "pretrain": asdict(pretrain),
+        "task_a": asdict(task),
+    }
+    if model.hub_id is not None:
+        shaping["weights"] = model_weights(model.hub_id).source
+    blob = json.dumps(shaping, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -154,6 +161,7 @@ def _make(
     record = {
         "config_hash": where.name,
         "model": model_cfg.as_dict(),
+        **({"weights": model_weights(model_cfg.hub_id).source} if model_cfg.hub_id is not None else {}),
         "pretrain": asdict(cfg),
         "task_a": asdict(task),
         "steps": cfg.steps,
@@ -170,12 +178,24 @@ def _make(
     return model, tokenizer, {**record, "cached": False, "path": str(where)}
 
 
+def _unshared(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The state dict with every tensor its own memory, as safetensors requires: a tied weight
+    (SmolLM2's input and output embeddings) is written under both names, loaded back into the one."""
+    seen: set[int] = set()
+    out = {}
+    for k, v in state.items():
+        t = v.contiguous()
+        out[k] = t.clone() if t.data_ptr() in seen else t
+        seen.add(t.data_ptr())
+    return out
+
+
 def _save(where: Path, model: PreTrainedModel, record: dict[str, Any]) -> None:
     """Write weights and record into a temporary sibling, then move it into place (atomic)."""
     where.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=where.parent, prefix=f".{where.name}-"))
     try:
-        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        state = _unshared(model.state_dict())
         save_file(state, str(tmp / "model.safetensors"))
         atomic_write_json(tmp / "made.json", record)
         try:
