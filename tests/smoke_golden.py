@@ -13,8 +13,8 @@ exactly, returns to a relative 1e-9 (the CSV round trip of a float64), the float
 (:data:`FLOAT32_NORMS`).
 
 The data are those of one kind of CPU (``tests/golden/smoke/machine.json``): PyTorch picks its
-kernels by the CPU's vector instructions, so an SB3 or GRPO run on an AVX-512 machine and the same run
-on an AVX2 machine part in the last bits and then in their trajectories (measured: TRPO's last
+kernels by the CPU's vector instructions, so an SB3 or GRPO run on one kind of CPU and the same run
+on another part in the last bits and then in their trajectories (measured: TRPO's last
 training return on table1's smoke job, 212.44 on AVX-512 against 212.52 where the data were first
 made). A failed comparison on another kind of CPU says so. A change that alters these numbers, or
 a move to another kind of machine, regenerates the golden data on purpose, and says so in its commit::
