@@ -223,7 +223,7 @@ def lm_layer_drift(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def layer_drift_table(per_run: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """Mean over seeds and 95% Student-t interval (:func:`~esbench.analysis.stats.mean_ci`) of
+    """Mean over seeds and 95% Student-t interval (:func:`~esbench.analysis.metrics.intervals.mean_ci`) of
     each layer's Frobenius (``l2``) and relative (``rel``) update, per (sequence, condition, layer).
 
     Returns:

@@ -99,7 +99,7 @@ stochastic SB3 Gaussian policies (means and log-stds). :func:`run_retention`'s `
 point's value per stage, ``KL(π_k || π_final)``.
 
 Across seeds (:func:`retention_table`): seeds are the replication unit; every metric gets its mean
-over seeds and a Student-t 95% CI from :func:`esbench.analysis.stats.mean_ci` (one
+over seeds and a Student-t 95% CI from :func:`esbench.analysis.metrics.intervals.mean_ci` (one
 seeded Generator), per (algo, sequence, stage).
 """
 

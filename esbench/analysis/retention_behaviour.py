@@ -222,7 +222,7 @@ TABLE_KEYS: tuple[str, ...] = (
 
 
 def behaviour_table(per_run: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Mean over seeds and Student-t interval (:func:`esbench.analysis.stats.mean_ci`) of every
+    """Mean over seeds and Student-t interval (:func:`esbench.analysis.metrics.intervals.mean_ci`) of every
     measure per (algo, sequence, kind, stage, to_stage).
 
     Args:

@@ -107,7 +107,8 @@ def claim_cells(claims: pd.DataFrame, difference: str) -> dict[str, list[str]]:
 
 
 def seeds_reading(seeds: float) -> str:
-    """An undecided claim's planning number in words (:func:`~esbench.analysis.stats.seeds_to_decide`)."""
+    """An undecided claim's planning number in words
+    (:func:`~esbench.analysis.metrics.planning.seeds_to_decide`)."""
     return (
         f"a study of {int(seeds)} seeds per side decides it with {PLANNING_POWER:.0%} power "
         "at this effect and spread"

@@ -45,7 +45,7 @@ error per (sequence, stage), pooled over every run's evaluations of the stage: :
 Below it, retention would be read at the stage's first points, before any learning a comparison
 could be about.
 Per condition, the mean and interval of its retention come from
-:func:`esbench.analysis.stats.mean_ci`.
+:func:`esbench.analysis.metrics.intervals.mean_ci`.
 
 Transient against permanent (Schweighofer et al. 2026, arXiv:2605.30148, report that ES's drop is
 mostly drift that recovers): one definition for every report,
@@ -197,7 +197,7 @@ def stage_se(paths: Sequence[GainPath]) -> float:
 
 def matched_gain_table(paths: Sequence[GainPath], rng: np.random.Generator) -> pd.DataFrame:
     """Per (sequence, later stage, condition): the matched gain ``g*`` and the retention there,
-    mean over seeds with :func:`~esbench.analysis.stats.mean_ci`.
+    mean over seeds with :func:`~esbench.analysis.metrics.intervals.mean_ci`.
 
     ``g*`` is the largest gain every condition that learned the stage reaches (its mean path's
     largest gain above the stage's minimum effect, twice the standard error of one evaluation,
@@ -349,7 +349,7 @@ def transient_table(per_run: pd.DataFrame, matched: pd.DataFrame, rng: np.random
 
 def transient_summary(per_run: pd.DataFrame, keys: Sequence[str], rng: np.random.Generator) -> pd.DataFrame:
     """Per group of ``keys``, the mean over seeds of each of :data:`TRANSIENT_MEASURES` with its
-    :func:`~esbench.analysis.stats.mean_ci` interval, the drop's reading
+    :func:`~esbench.analysis.metrics.intervals.mean_ci` interval, the drop's reading
     (:func:`~esbench.analysis.claims.retention.drop_reading`) and the verdict on "the drop
     recovers" (the recovery's interval above 0, by :func:`~esbench.analysis.claims.verdicts.decide`;
     not testable where the group's ``learned`` is False).

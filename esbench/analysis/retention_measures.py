@@ -190,7 +190,7 @@ def welch_diff_ci(
     a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95
 ) -> tuple[float, float, float]:
     """``mean(a) - mean(b)`` over the finite values, with Welch's t interval
-    (:func:`esbench.analysis.stats.welch_ci`: two independent groups, unequal variances).
+    (:func:`esbench.analysis.metrics.intervals.welch_ci`: two independent groups, unequal variances).
 
     Returns:
         (difference, low, high); all NaN when a group has no finite value, NaN bounds when a group

@@ -3,7 +3,7 @@
 A Table 1 claim is about the timesteps ES needs to reach a target score, as a multiple of a
 baseline's. ES's time to the target is read off its mean evaluation curve over seeds (the paper's
 definition). Its interval inverts the pointwise Student-t band of that mean curve
-(:func:`esbench.analysis.stats.t_interval`): the earliest the true mean curve can have reached the
+(:func:`esbench.analysis.metrics.intervals.t_interval`): the earliest the true mean curve can have reached the
 target is the first evaluation where the band's upper edge reaches it, the latest is the first
 where its lower edge does; where the lower edge never reaches it within the runs' common span the
 upper end is "not reached by L" (+inf). A bootstrap cannot do this at 3 seeds (every resample lies
