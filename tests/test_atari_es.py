@@ -2,6 +2,10 @@
 
 Smoke scale: 2 antithetic pairs per generation, episodes capped at 150 agent steps (a Pong game
 never ends that early, so every training episode is exactly 150 steps), 2,400 training steps.
+Three runs serve every test: frame-skip 3 and frame-skip 1 on one worker (members in lockstep, the
+default), sharing a ``dask worker`` the module starts once (``cluster=address``: the second run
+costs its own process, not a LocalCluster importing the ALE, torch and esbench again), and
+frame-skip 3 on a LocalCluster of two workers playing members one by one.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from esbench.runner import default_run_id
 from esbench.sweep import expand_sweep
 from esbench.tracking.schema import METRIC_COLUMNS
 from tests.conftest import REPO, SMALL, esbench, only_run_dir, read_run
+from tests.dask_processes import running_dask
 
 CAP = 150
 NOOP_MAX = 30
@@ -37,29 +42,27 @@ PONG = [
 ]
 
 
-def _run(root: Path, frame_skip: int, workers: int, *extra: str) -> Path:
-    esbench(
-        "run",
-        *PONG,
-        f"env.frame_skip={frame_skip}",
-        f"cluster.n_workers={workers}",
-        f"results_dir={root}",
-        *extra,
-    )
+def _run(root: Path, frame_skip: int, *extra: str) -> Path:
+    esbench("run", *PONG, f"env.frame_skip={frame_skip}", f"results_dir={root}", *extra)
     return only_run_dir(root)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Four smoke runs shared by the tests: frame-skip 3 on 1 and 2 workers (members in lockstep,
-    the default), frame-skip 3 on 1 worker playing members one by one, frame-skip 1."""
+    """The three smoke runs the tests share, by name.
+
+    The two-worker run also plays its members one by one (``algo.rollout_batch=1``), so one
+    comparison with the one-worker lockstep run covers both knobs: a change that made either the
+    worker count or the batched CNN forward alter a number fails it. It gets a LocalCluster of its
+    own, not the shared worker: a worker keeps a run's context by its run key, which
+    ``rollout_batch`` (not in the run id) does not change, so it would play in lockstep again.
+    """
     root = tmp_path_factory.mktemp("atari")
-    return {
-        "fs3_w1": _run(root / "fs3_w1", 3, 1),
-        "fs3_w2": _run(root / "fs3_w2", 3, 2),
-        "fs3_w1_one_by_one": _run(root / "fs3_w1_one_by_one", 3, 1, "algo.rollout_batch=1"),
-        "fs1_w1": _run(root / "fs1_w1", 1, 1),
-    }
+    with running_dask(root / "dask", workers=1) as address:
+        one = ["cluster=address", f"cluster.address={address}"]
+        fs3_w1, fs1_w1 = _run(root / "fs3_w1", 3, *one), _run(root / "fs1_w1", 1, *one)
+    fs3_w2 = _run(root / "fs3_w2", 3, "cluster.n_workers=2", "algo.rollout_batch=1")
+    return {"fs3_w1": fs3_w1, "fs1_w1": fs1_w1, "fs3_w2_one_by_one": fs3_w2}
 
 
 @pytest.mark.parametrize(("name", "frame_skip"), [("fs3_w1", 3), ("fs1_w1", 1)])
@@ -89,21 +92,17 @@ def test_smoke_run_counts_agent_steps_and_emulator_frames(
     assert "id: ALE/Pong-v5" in config and "sigma: 0.005" in config and "clip_rewards: false" in config
 
 
-def test_same_numbers_with_one_and_two_workers(runs: dict[str, Path]) -> None:
-    (m1, s1), (m2, s2) = read_run(runs["fs3_w1"]), read_run(runs["fs3_w2"])
+def test_same_numbers_on_one_worker_in_lockstep_and_two_playing_members_one_by_one(
+    runs: dict[str, Path],
+) -> None:
+    """1 worker or 2, and the batched CNN forward (BatchedCNN, members in lockstep) or members one
+    by one: the same metrics and final parameters, bit for bit; ``algo.rollout_batch`` stays out
+    of the run id."""
+    (m1, s1), (m2, s2) = read_run(runs["fs3_w1"]), read_run(runs["fs3_w2_one_by_one"])
     pd.testing.assert_frame_equal(m1, m2)
     assert s1["params_sha256"] == s2["params_sha256"]
     assert (s1["workers"], s2["workers"]) == (1, 2)
-
-
-def test_lockstep_cnn_gives_the_numbers_of_playing_members_one_by_one(runs: dict[str, Path]) -> None:
-    """The batched CNN forward (BatchedCNN) is bit-identical per member: ``algo.rollout_batch`` 1
-    (one by one) and the default (lockstep) give the same metrics and final parameters, so the
-    knob stays out of the run id."""
-    (m1, s1), (m0, s0) = read_run(runs["fs3_w1"]), read_run(runs["fs3_w1_one_by_one"])
-    pd.testing.assert_frame_equal(m1, m0)
-    assert s1["params_sha256"] == s0["params_sha256"]
-    assert s1["run_id"] == s0["run_id"]
+    assert s1["run_id"] == s2["run_id"]
 
 
 def test_unknown_game_fails_before_any_work_with_close_matches(tmp_path: Path) -> None:

@@ -38,29 +38,41 @@ def test_baseline_learns(tmp_path: Path, algo: str, env: str, timesteps: int, th
     assert metrics["eval_return_mean"].notna().all()
 
 
-def test_the_same_numbers_in_its_own_process_and_streamed_from_a_dask_worker(tmp_path: Path) -> None:
-    """A single run trains in the CLI's process (cluster=local); on cluster=processes it is one task
-    on a spawned worker that streams rows and checkpoints back: the same rows and parameters."""
-    args = [
-        "algo=ppo",
-        *CARTPOLE,
-        "budget.timesteps=4096",
-        "eval.interval_timesteps=1024",
-        "checkpoint_every=1",
-    ]
-    esbench("run", *args, f"results_dir={tmp_path / 'a'}")
-    esbench("run", *args, "cluster=processes", "cluster.n_workers=1", f"results_dir={tmp_path / 'b'}")
-    (m1, s1), (m2, s2) = (read_run(only_run_dir(tmp_path / n)) for n in ("a", "b"))
+#: A PPO run with a checkpoint at each of its 4 evaluation points, and an ES run of the same length.
+PPO_RUN = [
+    "env=cartpole",
+    *QUIET,
+    "budget.timesteps=4096",
+    "eval.interval_timesteps=1024",
+    "checkpoint_every=1",
+]
+
+
+@pytest.fixture(scope="module")
+def es_and_ppo_sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """algo -> run directory of one sweep (Hydra's basic launcher: each job in the CLI's own
+    process) of OpenAI-ES and PPO on CartPole, shared by the tests below."""
+    root = tmp_path_factory.mktemp("es-and-ppo")
+    esbench("run", "-m", "algo=openai_es,ppo", *PPO_RUN, f"results_dir={root}")
+    return {p.parent.name.split("-")[0]: p.parent for p in root.rglob("summary.json")}
+
+
+def test_the_same_numbers_in_its_own_process_and_streamed_from_a_dask_worker(
+    tmp_path: Path, es_and_ppo_sweep: dict[str, Path]
+) -> None:
+    """A run trains in the CLI's process (cluster=local); on cluster=processes it is one task on a
+    spawned worker that streams rows and checkpoints back: the same rows and parameters."""
+    esbench(
+        "run", "algo=ppo", *PPO_RUN, "cluster=processes", "cluster.n_workers=1", f"results_dir={tmp_path}"
+    )
+    (m1, s1), (m2, s2) = read_run(es_and_ppo_sweep["ppo"]), read_run(only_run_dir(tmp_path))
     pd.testing.assert_frame_equal(m1, m2)
     assert s1["params_sha256"] == s2["params_sha256"]
 
 
-def test_es_and_baseline_in_one_sweep_share_the_columns(tmp_path: Path) -> None:
-    esbench("run", "-m", "algo=openai_es,ppo", "env=inverted_pendulum", *QUIET, "budget.timesteps=4000",
-            "eval.interval_timesteps=2000", f"results_dir={tmp_path}")  # fmt: skip
-    runs = sorted(p.parent for p in tmp_path.rglob("summary.json"))
-    assert [p.name.split("-")[0] for p in runs] == ["openai_es", "ppo"]
-    columns = [list(pd.read_csv(p / "metrics.csv").columns) for p in runs]
+def test_es_and_baseline_in_one_sweep_share_the_columns(es_and_ppo_sweep: dict[str, Path]) -> None:
+    assert sorted(es_and_ppo_sweep) == ["openai_es", "ppo"]
+    columns = [list(pd.read_csv(es_and_ppo_sweep[a] / "metrics.csv").columns) for a in ("openai_es", "ppo")]
     assert columns[0] == columns[1] == list(METRIC_COLUMNS)
 
 
