@@ -35,7 +35,8 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> None:
 #: early as it can while the many short files fill the gaps (longest job first: the suite's
 #: wall-clock is then close to its total work divided by the workers).
 LONGEST_FIRST = (
-    "test_resume.py", "test_reproduce.py", "test_sequence_runs.py", "test_atari_es.py", "test_es_run.py",
+    "test_resume.py", "test_reproduce.py", "test_sequence_runs.py", "test_resume_rl.py", "test_atari_es.py",
+    "test_es_run.py",
     "test_report_check.py", "test_checkpoint_safety.py", "test_launcher.py", "test_baselines.py",
     "test_readme_command.py", "test_corrupt_files.py", "test_scale_out.py",
 )  # fmt: skip

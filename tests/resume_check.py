@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, read_run
 
 POLL_S = 0.02  # how often the run's files are looked at while waiting for a condition
 
@@ -144,3 +146,39 @@ def assert_resumed(killed: KilledRun) -> None:
     assert len(after_lines) > killed.rows + 1, "no rows follow the resumed ones"
     assert after.endswith(b"\n")
     assert (killed.run_dir / "summary.json").exists(), "the resumed run did not complete"
+
+
+#: The algorithms whose resumed run the default suite also compares with an uninterrupted one: one
+#: of each kind of resumed state (Adam moments, a low-rank strategy, a covariance matrix; an
+#: on-policy rollout, a replay buffer). The others are compared in the slow suite (``pytest -m
+#: slow``), which runs before a runtime change lands; every one's kill-and-resume runs in the
+#: default suite.
+DEFAULT_COMPARED = {"openai_es", "eggroll", "cma_es", "ppo", "dqn"}
+
+
+def compared_in_default_suite(keys: list[str]) -> list[object]:
+    """``keys`` as pytest parameters: those of :data:`DEFAULT_COMPARED` plain, the rest marked slow."""
+    return [k if k in DEFAULT_COMPARED else pytest.param(k, marks=pytest.mark.slow) for k in keys]
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A run killed once its checkpoint covered rows, then completed by the same command."""
+
+    args: list[str]  #: the run's overrides, without its cluster and results directory
+    killed: KilledRun  #: the run directory as the SIGKILL left it
+    log: str  #: stderr of the command that completed it
+
+    @property
+    def summary(self) -> dict:
+        """The completed run's ``summary.json``."""
+        return json.loads((self.killed.run_dir / "summary.json").read_text())
+
+
+def assert_same_results(reference: Path, resumed: Path) -> None:
+    """Every non-timing column and the final parameters equal the uninterrupted run's, and only the
+    second was resumed (once)."""
+    (m1, s1), (m2, s2) = read_run(reference), read_run(resumed)
+    pd.testing.assert_frame_equal(m1, m2)
+    assert s1["params_sha256"] == s2["params_sha256"]
+    assert s1["resumed_from"] == [] and len(s2["resumed_from"]) == 1

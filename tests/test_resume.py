@@ -1,4 +1,4 @@
-"""Resumed means resumed: every algorithm, a sweep and a sequence, killed from outside and run again.
+"""Resumed means resumed: every ES variant, a sweep and a sequence, killed from outside and run again.
 
 Each test starts a real run through the CLI, SIGKILLs its process group once a checkpoint covers a
 few rows, runs the same command again and checks with :func:`tests.resume_check.assert_resumed`
@@ -10,17 +10,16 @@ test proves it by deleting the checkpoint before the second run.
 
 Every ES run here connects to one of two clusters the module starts once (one worker, two workers:
 ``cluster=address``), so a run costs its own process only; the SIGKILL takes the run's driver, and
-the cluster it used serves the next run. The algorithm lists come from the registry, so a new
-variant or baseline inherits these tests.
+the cluster it used serves the next run. The variant list comes from the registry, so a new
+variant inherits these tests. The SB3 baselines are killed and resumed in ``tests/test_resume_rl.py``
+(a file of its own, so the test runner can put it on the other core).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -30,54 +29,23 @@ from esbench.config.registry import algorithms
 from tests.conftest import SMALL, esbench, only_run_dir, read_run
 from tests.dask_processes import running_dask
 from tests.resume_check import (
-    KilledRun,
+    Resumed,
     assert_resumed,
+    assert_same_results,
     capture,
     checkpoint_rows,
+    compared_in_default_suite,
     kill_after_checkpoint,
     kill_when,
     run_dirs,
 )
 
 ES_KEYS = sorted(algorithms("es"))
-#: The SB3 baselines (GRPO, an RL learner of language models with its own trainer: tests/test_lm_training.py).
-RL_KEYS = sorted(k for k, spec in algorithms("rl").items() if spec.trainer is None)
-#: The variants whose resumed run the default suite also compares with an uninterrupted one: one of
-#: each kind of resumed state (Adam moments, a low-rank strategy, a covariance matrix; an on-policy
-#: rollout, a replay buffer). The others are compared in the slow suite (``pytest -m slow``), which
-#: runs before a runtime change lands; every variant's kill-and-resume runs in the default suite.
-DEFAULT_COMPARED = {"openai_es", "eggroll", "cma_es", "ppo", "dqn"}
-
-
-SLOW = pytest.mark.slow
-
-
-def _every(keys: list[str]) -> list[object]:
-    return [k if k in DEFAULT_COMPARED else pytest.param(k, marks=SLOW) for k in keys]
-
-
 #: A single ES run that lasts long enough to be killed part-way: ~7 generations of CartPole, of which
 #: ~5 (a second or more of work) are left when the checkpoint the helper waits for is written.
 ES_RUN = [
     "env=cartpole", "budget=smoke", *SMALL, "budget.timesteps=12000", "eval.interval_timesteps=4000",
     "eval.episodes=2", "checkpoint_every=1",
-]  # fmt: skip
-#: Per baseline: 6 evaluation rows after the one at timestep 0, a checkpoint at each (the helper
-#: kills at the first, leaving 5); small rollouts, and for DQN a small replay buffer and few
-#: gradient steps, so each run takes seconds.
-RL_RUN = ["env=cartpole", "budget=smoke", "tracker=none", "tracker.console=false", "checkpoint_every=1",
-          "eval.episodes=2"]  # fmt: skip
-RL_ARGS = {
-    "a2c": ["budget.timesteps=6000", "eval.interval_timesteps=1000"],
-    "dqn": ["budget.timesteps=6000", "eval.interval_timesteps=1000", "algo.buffer_size=5000",
-            "algo.learning_starts=500", "algo.gradient_steps=16"],
-    "ppo": ["budget.timesteps=3072", "eval.interval_timesteps=512", "algo.n_steps=256"],
-    "trpo": ["budget.timesteps=3072", "eval.interval_timesteps=512", "algo.n_steps=256"],
-}  # fmt: skip
-#: PPO on MuJoCo: MjData and VecNormalize statistics come back too (slow suite).
-PPO_PENDULUM = [
-    "algo=ppo", "env=inverted_pendulum", "budget=smoke", "tracker=none", "tracker.console=false",
-    "checkpoint_every=1", "budget.timesteps=10240", "eval.interval_timesteps=1024", "algo.n_steps=512",
 ]  # fmt: skip
 
 
@@ -90,20 +58,6 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, lis
         yield {n: ["cluster=address", f"cluster.address={address}"] for n, address in ((1, one), (2, two))}
 
 
-@dataclass(frozen=True)
-class Resumed:
-    """A run killed once its checkpoint covered rows, then completed by the same command."""
-
-    args: list[str]  #: the run's overrides, without its cluster and results directory
-    killed: KilledRun  #: the run directory as the SIGKILL left it
-    log: str  #: stderr of the command that completed it
-
-    @property
-    def summary(self) -> dict:
-        """The completed run's ``summary.json``."""
-        return json.loads((self.killed.run_dir / "summary.json").read_text())
-
-
 @pytest.fixture(scope="module")
 def es_resumed(
     request: pytest.FixtureRequest, clusters: dict[int, list[str]], tmp_path_factory: pytest.TempPathFactory
@@ -113,25 +67,6 @@ def es_resumed(
     killed = kill_after_checkpoint([*args, *clusters[1]], root, rows=2)
     again = esbench("run", *args, *clusters[2], f"results_dir={root}")
     return Resumed(args, killed, again.stderr)
-
-
-@pytest.fixture(scope="module")
-def rl_resumed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Resumed:
-    """RL baseline ``request.param`` killed once its checkpoint covers 2 rows, then run again."""
-    algo = request.param
-    args = PPO_PENDULUM if algo == "ppo-inverted_pendulum" else [f"algo={algo}", *RL_RUN, *RL_ARGS[algo]]
-    root = tmp_path_factory.mktemp(f"{algo}-killed")
-    killed = kill_after_checkpoint(args, root, rows=2)
-    again = esbench("run", *args, f"results_dir={root}")
-    return Resumed(args, killed, again.stderr)
-
-
-def _assert_same_results(reference: Path, resumed: Path) -> None:
-    """Every non-timing column and the final parameters equal the uninterrupted run's."""
-    (m1, s1), (m2, s2) = read_run(reference), read_run(resumed)
-    pd.testing.assert_frame_equal(m1, m2)
-    assert s1["params_sha256"] == s2["params_sha256"]
-    assert s1["resumed_from"] == [] and len(s2["resumed_from"]) == 1
 
 
 def test_a_run_restarted_from_scratch_fails_the_resume_check(
@@ -163,36 +98,14 @@ def test_every_es_variant_resumes_where_it_was_killed(es_resumed: Resumed) -> No
     assert len(es_resumed.summary["resumed_from"]) == 1
 
 
-@pytest.mark.parametrize("es_resumed", _every(ES_KEYS), indirect=True)
+@pytest.mark.parametrize("es_resumed", compared_in_default_suite(ES_KEYS), indirect=True)
 def test_a_resumed_es_run_ends_as_an_uninterrupted_one(
     es_resumed: Resumed, clusters: dict[int, list[str]], tmp_path: Path
 ) -> None:
     """Every column but the timing ones, and the final parameters, as a run never stopped (on 1
     worker throughout, where the resumed run changed from 1 to 2)."""
     esbench("run", *es_resumed.args, *clusters[1], f"results_dir={tmp_path}")
-    _assert_same_results(only_run_dir(tmp_path), es_resumed.killed.run_dir)
-
-
-@pytest.mark.parametrize("rl_resumed", RL_KEYS, indirect=True)
-def test_every_rl_baseline_resumes_where_it_was_killed(rl_resumed: Resumed) -> None:
-    """Model, optimizer, replay or rollout buffer, environments and random streams come back from
-    the checkpoint (the second run says how many rows it covers): those rows untouched, the rest
-    appended, the run complete."""
-    assert_resumed(rl_resumed.killed)
-    said = re.search(r"resuming \S+ from its checkpoint \((\d+) rows\)", rl_resumed.log)
-    assert said and int(said.group(1)) == rl_resumed.killed.rows, rl_resumed.log[-2000:]
-    assert len(rl_resumed.summary["resumed_from"]) == 1
-
-
-@pytest.mark.parametrize(
-    "rl_resumed", [*_every(RL_KEYS), pytest.param("ppo-inverted_pendulum", marks=SLOW)], indirect=True
-)
-def test_a_resumed_rl_run_ends_bit_identical_to_an_uninterrupted_one(
-    rl_resumed: Resumed, tmp_path: Path
-) -> None:
-    """The rows after the resume and the final parameters equal a run never stopped, bit for bit."""
-    esbench("run", *rl_resumed.args, f"results_dir={tmp_path}")
-    _assert_same_results(only_run_dir(tmp_path), rl_resumed.killed.run_dir)
+    assert_same_results(only_run_dir(tmp_path), es_resumed.killed.run_dir)
 
 
 SWEEP = [
@@ -271,7 +184,7 @@ def test_a_sequence_killed_inside_stage_2_resumes_inside_it(
     assert_resumed(killed)
     esbench("run", *args, f"results_dir={tmp_path / 'straight'}")
     straight = only_run_dir(tmp_path / "straight")
-    _assert_same_results(straight, killed.run_dir)
+    assert_same_results(straight, killed.run_dir)
     assert (straight / "snapshots.npz").read_bytes() == (killed.run_dir / "snapshots.npz").read_bytes()
     for probes in ("probes.npz", "probe_states.npz"):  # the behavioural probes come back from the checkpoint
         assert (straight / probes).read_bytes() == (killed.run_dir / probes).read_bytes()
@@ -295,6 +208,6 @@ def test_a_run_resumed_before_its_confirmations_confirms_on_the_same_seeds(
     esbench("run", *args, *clusters[2], f"results_dir={tmp_path / 'killed'}")
     assert_resumed(killed)
     esbench("run", *args, *clusters[1], f"results_dir={tmp_path / 'straight'}")
-    _assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
+    assert_same_results(only_run_dir(tmp_path / "straight"), killed.run_dir)
     resumed, _ = read_run(killed.run_dir)
     assert resumed["confirm_return_mean"].notna().any()
