@@ -180,6 +180,56 @@ def test_pretraining_is_deterministic_and_cached_by_hash(tmp_path: Path) -> None
     assert config_hash(TINY, PretrainConfig(steps=4, batch_size=8, eval_size=16), task) != made["config_hash"]
 
 
+def test_the_mix_holds_solved_task_b_puzzles_of_the_train_split_apart_from_the_study_prompts() -> None:
+    from esbench.policies.lm.pretrain import _batch
+
+    task, task_b = AdditionTask(digits=2), CountdownTask()
+    cfg = PretrainConfig(batch_size=20, countdown_fraction=0.1, solved_fraction=0.25)
+    batch = _batch(task, cfg, 3, task_b)
+    puzzles = [p for p in batch if ":" in p.prompt]
+    assert len(batch) == 20 and len([p for p in batch if "+" in p.prompt and ":" not in p.prompt]) == 13
+    solved = [p for p in puzzles if len(p.numbers) == 3]
+    assert len(solved) == 5 and len(puzzles) == 7  # 25% task B's shape, 10% two-number puzzles
+    assert all(verify_countdown(p.answer, p.numbers, p.target).reward == 1.0 for p in solved)
+    held_out = {p.prompt for p in task_b.sample(0, "held_out", 400)}
+    mixed = [p for step in range(40) for p in _batch(task, cfg, step, task_b) if len(p.numbers) == 3]
+    assert not held_out & {p.prompt for p in mixed}  # never a held-out puzzle
+    study = task_b.sample(cfg.seed, "train", 5, start=3 * 20)  # a run of seed 0's prompts at that index
+    assert [p.prompt for p in study] != [p.prompt for p in solved]  # the mix has a stream of its own
+    with pytest.raises(ValueError, match=r"solved_fraction=0\.25 needs task B"):
+        _batch(task, cfg, 0)
+
+
+def test_the_solved_mix_enters_the_hash_and_a_model_without_it_keeps_its_hash() -> None:
+    import hashlib
+    from dataclasses import asdict
+
+    from esbench.policies.lm.pretrain import FORMAT
+
+    task, plain = AdditionTask(digits=2), PretrainConfig(steps=3)
+    old = {k: v for k, v in asdict(plain).items() if k != "solved_fraction"}  # before the field existed
+    blob = json.dumps(
+        {"format": FORMAT, "model": TINY.as_dict(), "pretrain": old, "task_a": asdict(task)}, sort_keys=True
+    )
+    assert config_hash(TINY, plain, task, CountdownTask()) == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    mixed = PretrainConfig(steps=3, solved_fraction=0.1)
+    base = config_hash(TINY, mixed, task, CountdownTask())
+    assert base != config_hash(TINY, plain, task) and base != config_hash(
+        TINY, mixed, task, CountdownTask(count=4)
+    )
+    assert base == config_hash(
+        TINY, mixed, task, CountdownTask(format_score=0.1)
+    )  # the reward shapes no weight
+
+
+def test_the_record_holds_the_base_task_b_solve_and_format_rates(tmp_path: Path) -> None:
+    cfg = PretrainConfig(steps=3, batch_size=8, eval_size=16, solved_fraction=0.5)
+    _, _, rec = pretrained(TINY, cfg, AdditionTask(digits=2), cache=tmp_path, task_b=CountdownTask())
+    made = json.loads((Path(rec["path"]) / "made.json").read_text())
+    assert 0.0 <= made["task_b_solve_rate"] <= made["task_b_format_rate"] <= 1.0
+    assert made["task_b"]["count"] == 3 and "format_score" not in made["task_b"]
+
+
 def test_runs_asking_for_the_task_a_model_at_once_train_it_once(tmp_path: Path) -> None:
     """Two jobs that start together (a sweep on two Dask workers) both find no cached model; the
     lock makes one train it and the other wait and load it, instead of both training."""
@@ -237,6 +287,7 @@ def test_env_lm_config_validates_and_leaves_other_runs_hashes_alone() -> None:
         ("lm.decoding.strategy=beam", "lm.decoding.strategy='beam' is not allowed; allowed: greedy"),
         ("lm.pretrain.steps=-1", "lm.pretrain.steps=-1 is out of range"),
         ("lm.model.num_heads=3", "lm.model.hidden_size=128 is not a multiple of lm.model.num_heads=3"),
+        ("lm.pretrain.countdown_fraction=0.9", "lm.pretrain.solved_fraction=0.15 exceeds 1"),
     ):
         with pytest.raises(ConfigError, match=override.split("=")[0]) as err:
             compose_run_config(["env=lm", override])

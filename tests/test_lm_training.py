@@ -74,6 +74,7 @@ def test_countdown_format_score_on_hand_made_cases(
     assert task.reward(expr, problem) == reward
     assert task.solved(expr, problem) == float(reward == 1.0)  # the solve rate counts solutions only
     assert CountdownTask().reward(expr, problem) == float(reward == 1.0)  # default: outcome only
+    assert task.formatted(expr, problem) == float(reward > 0)  # the format rate: solved or well formed
 
 
 def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path: Path) -> None:
@@ -98,12 +99,22 @@ def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path
     assert samples[0] == samples[1] and len(samples[0]["data"]) == 8  # the final model's, greedy
 
 
-def test_lm_es_on_countdown_scores_format_and_solve_rate_apart(tmp_path: Path) -> None:
+def test_lm_es_on_countdown_rewards_the_solve_and_reports_the_format_rate_apart(tmp_path: Path) -> None:
     metrics, summary = _run(tmp_path, "algo=openai_es", *ES, "budget.timesteps=32")
     points = metrics[metrics["eval_return_mean"].notna()]
     assert set(points["eval_task"]) == {"lm"} and summary["stages"] == ["lm"]
-    assert (points["eval_return_mean"] >= points["solve_rate"]).all()  # the format score only adds
+    assert (points["eval_return_mean"] == points["solve_rate"]).all()  # outcome only by default
     assert points[LM_COLUMNS].notna().all().all()
+    rates = pd.read_csv(only_run_dir(tmp_path) / "lm_points.csv")
+    assert list(rates.columns) == ["timesteps", "eval_task", "solve_rate", "format_rate", "prompts"]
+    assert rates["timesteps"].tolist() == points["timesteps"].tolist() and (rates["prompts"] == 8).all()
+    assert rates["solve_rate"].tolist() == points["solve_rate"].tolist()
+    assert (rates["format_rate"] >= rates["solve_rate"]).all()
+    bonus, _ = _run(
+        tmp_path / "bonus", "algo=openai_es", *ES, "budget.timesteps=32", "lm.task_b.format_score=0.1"
+    )
+    at = bonus[bonus["eval_return_mean"].notna()]
+    assert (at["eval_return_mean"] >= at["solve_rate"]).all()  # the old bonus: the format score only adds
 
 
 def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
@@ -120,6 +131,13 @@ def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:
 
 def test_lm_sequence_evaluates_both_tasks_and_starts_from_the_prior(tmp_path: Path) -> None:
     overrides = ["algo=eggroll", *ES, "sequence=lm_addition_to_countdown", "budget.stage_timesteps=32"]
+    # The tiny prior solves no puzzle: two-number puzzles in its mix and the format bonus give its
+    # members task-B rewards that differ (the machinery, not the science).
+    overrides += [
+        "lm.task_b.format_score=0.1",
+        "lm.pretrain.countdown_fraction=0.2",
+        "lm.pretrain.solved_fraction=0",
+    ]
     metrics, summary = _run(tmp_path, *overrides)
     pre = 150 * 32  # stage A is the pretraining: its steps x its batch, in training sequences
     assert summary["stages"] == ["addition", "countdown"] and summary["stage_boundaries"] == [pre, pre + 32]

@@ -118,7 +118,11 @@ def test_lm_retention_runs_the_other_sides_conditions_at_every_scale() -> None:
         awd = [j for j in jobs if "algo.l2_anchor=stage_start" in j]
         small = [j for j in jobs if "algo.population_size=8" in j]
         seeds = {o for j in jobs for o in j if o.startswith("seed=")}
-        assert len(awd) == len(small) == len(seeds) >= (2 if scale == "smoke" else 5)
+        bases = {o for j in jobs for o in j if o.startswith("lm.pretrain.seed=")} or {"one"}
+        assert len(awd) == len(small) == len(seeds) * len(bases) and len(seeds) >= (
+            2 if scale == "smoke" else 5
+        )
+        assert len(bases) == (2 if scale == "paper" else 1)  # paper: every seed on two bases
         assert all("algo=openai_es" in j for j in awd + small)
 
 

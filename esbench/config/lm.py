@@ -49,6 +49,9 @@ class PretrainConfig:
     seed: int = _c(0, ge=0)
     countdown_fraction: float = _c(0.0, ge=0.0, le=1.0)  # share of solved easier puzzles (format only)
     countdown_count: int = _c(2, ge=1)
+    # Share of each batch that is solved task-B puzzles (task B's shape, from its train split): what
+    # makes the base solve some of task B before any post-training, as an instruct model does.
+    solved_fraction: float = _c(0.0, ge=0.0, le=1.0)
     eval_size: int = _c(500, ge=1)
 
 
@@ -68,7 +71,9 @@ class TaskBConfig:
     max_number: int = _c(9, ge=1)
     max_target: int = _c(99, ge=1)
     held_out_fraction: float = _c(0.2, gt=0.0, lt=1.0)
-    format_score: float = _c(0.1, ge=0.0, lt=1.0)  # reward of a well-formed wrong answer (TinyZero)
+    # Reward of a well-formed wrong answer: 0, the reward is the solve (outcome only); 0.1 is
+    # TinyZero's format bonus (the committed lm_retention report's runs were made with it).
+    format_score: float = _c(0.0, ge=0.0, lt=1.0)
 
 
 @dataclass

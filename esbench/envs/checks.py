@@ -87,6 +87,14 @@ def check_lm(cfg: DictConfig) -> None:
             f"algo.population_size={cfg.algo.population_size} algo.antithetic={cfg.algo.antithetic} "
             "with env=lm; allowed: algo.antithetic=true and an even algo.population_size"
         )
+    easier = float(OmegaConf.select(cfg, "lm.pretrain.countdown_fraction", default=0.0))
+    solved = float(OmegaConf.select(cfg, "lm.pretrain.solved_fraction", default=0.0))
+    if easier + solved > 1:
+        raise ConfigError(
+            f"lm.pretrain.countdown_fraction={easier} plus "
+            f"lm.pretrain.solved_fraction={solved} exceeds 1; allowed: shares of a batch "
+            "that sum to at most 1 (the rest is task A)"
+        )
     model = cfg.lm.model
     if model.hub_id is None and model.hidden_size % model.num_heads:
         raise ConfigError(

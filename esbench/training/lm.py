@@ -13,8 +13,11 @@ The ruler on ``env=lm`` (docs/lm.md):
   of P members on B prompts is P*B; a GRPO step is its prompts times its group). ``episodes``
   and ``frames`` count the same.
 * ``eval_return_mean`` is a stage's task reward on its held-out prompts (greedy); on task B it
-  includes the format score (``lm.task_b.format_score``), and ``solve_rate`` is the exact-solve
-  rate alone. ``prior_accuracy``, ``prior_loss`` and ``prior_kl`` measure task A at every point.
+  is the solve rate, plus the format score where ``lm.task_b.format_score`` > 0 (0 by default),
+  and ``solve_rate`` is the exact-solve rate alone. ``prior_accuracy``, ``prior_loss`` and
+  ``prior_kl`` measure task A at every point. The format rate (the share of well-formed answers,
+  solved or not) of every point and evaluated task is its own column in :data:`POINTS_FILE`, beside
+  the solve rate and the prompt count.
 * ``policy_kl`` (a sequence's ended stages) is the KL of next-token distributions at the answer
   positions of that stage's held-out prompts, from the model that ended the stage.
 * A sequence whose first stage has budget 0 (``lm_addition_to_countdown``'s ``addition``) records
@@ -39,10 +42,12 @@ run decays toward the same parameters. With ``l2_anchor=zero`` (the default) the
 from __future__ import annotations
 
 import copy
+import csv
 import functools
+import io
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,7 +76,7 @@ from esbench.training.lm_population import ChunkTask, distributed_fitness, membe
 from esbench.training.loop import run_learner
 from esbench.training.ruler import Stage, StageEval, recorded_pretraining, stage_plan, write_snapshots
 from esbench.training.sequence_loop import PointResult, SequenceLoop, SequenceProgress
-from esbench.utils.io import atomic_write_json
+from esbench.utils.io import atomic_write_json, atomic_write_text
 from esbench.utils.layout import Block, ParamLayout
 from esbench.utils.seeding import sha256_array
 
@@ -85,6 +90,10 @@ KL_PROMPTS = 64
 SAMPLE_PROMPTS = 8
 #: Columns of a table of sample generations (W&B ``samples/first`` and ``samples/last``).
 SAMPLE_COLUMNS = ["timesteps", "task", "prompt", "completion", "answer", "reward"]
+#: A run's table of every point's per-task rates (:data:`POINT_COLUMNS`), rewritten at each point.
+POINTS_FILE = "lm_points.csv"
+#: Its columns: the point, the task evaluated, its held-out solve and format rates, the prompts.
+POINT_COLUMNS = ("timesteps", "eval_task", "solve_rate", "format_rate", "prompts")
 
 
 @dataclass
@@ -94,6 +103,8 @@ class LMProgress(SequenceProgress):
     generation: int = 0
     last_point_at: int = -1  # unused: read from checkpoints written before the loop owned the points
     trainer_checkpoint: str = ""  # GRPO inside a stage: TRL's checkpoint (run-dir relative) to resume
+    #: Rows of :data:`POINTS_FILE` so far (checkpointed with the counters, so a resume rewrites them).
+    points_table: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -155,9 +166,10 @@ def prior_model(cfg: DictConfig) -> tuple[PreTrainedModel, PreTrainedTokenizerBa
     """The task-A model (cached by config hash; trained on the first call), its tokenizer, its record."""
     model_cfg = _section(cfg, "model", ModelConfig)
     pre = _section(cfg, "pretrain", PretrainConfig)
-    task_a = tasks(cfg)["addition"]
-    assert isinstance(task_a, AdditionTask)
-    return pretrained(model_cfg, pre, task_a)
+    both = tasks(cfg)
+    task_a, task_b = both["addition"], both["countdown"]
+    assert isinstance(task_a, AdditionTask) and isinstance(task_b, CountdownTask)
+    return pretrained(model_cfg, pre, task_a, task_b=task_b)
 
 
 def flat_params(model: torch.nn.Module) -> np.ndarray:
@@ -186,6 +198,25 @@ def load_flat(model: torch.nn.Module, params: np.ndarray) -> None:
         torch.nn.utils.vector_to_parameters(torch.from_numpy(np.array(params, copy=True)), model.parameters())
 
 
+@dataclass(frozen=True)
+class TaskScore:
+    """A model on one task's held-out prompts (greedy).
+
+    Attributes:
+        reward: Mean reward (task B: the solve rate plus any format score).
+        reward_std: Its standard deviation over prompts.
+        solve_rate: Share of prompts solved exactly.
+        format_rate: Share of completions of the answer's form, solved or not.
+        prompts: How many prompts.
+    """
+
+    reward: float
+    reward_std: float
+    solve_rate: float
+    format_rate: float
+    prompts: int
+
+
 class LMEvaluator:
     """What an evaluation point measures on a model: task rewards, solve rates, the prior's measures.
 
@@ -208,13 +239,17 @@ class LMEvaluator:
             name: task.sample(seed, "held_out", n) for name, task in self.tasks.items()
         }
 
-    def task(self, model: PreTrainedModel, name: str) -> tuple[float, float, float, int]:
-        """(mean reward, its std over prompts, exact-solve rate, prompts) on ``name``'s held-out set."""
+    def task(self, model: PreTrainedModel, name: str) -> TaskScore:
+        """The model's greedy completions of ``name``'s held-out prompts, scored."""
         task, problems = self.tasks[name], self.held_out[name]
         done = greedy_completions(model, self.tok, [p.prompt for p in problems], self.max_new)[0]
-        rewards = np.array([task.reward(c, p) for c, p in zip(done, problems, strict=True)])
-        solved = np.array([task.solved(c, p) for c, p in zip(done, problems, strict=True)])
-        return float(rewards.mean()), float(rewards.std()), float(solved.mean()), len(problems)
+        pairs = list(zip(done, problems, strict=True))
+        rewards = np.array([task.reward(c, p) for c, p in pairs])
+        solved = np.mean([task.solved(c, p) for c, p in pairs])
+        formatted = np.mean([task.formatted(c, p) for c, p in pairs])
+        return TaskScore(
+            float(rewards.mean()), float(rewards.std()), float(solved), float(formatted), len(problems)
+        )
 
     def samples(self, model: PreTrainedModel, names: list[str], timesteps: int) -> list[list[Any]]:
         """Rows of :data:`SAMPLE_COLUMNS`: the model's greedy completions of the first
@@ -232,7 +267,7 @@ class LMEvaluator:
     def prior(self, model: PreTrainedModel) -> dict[str, float]:
         """``prior_accuracy``, ``prior_loss`` and ``prior_kl`` (task A's held-out prompts)."""
         problems = self.held_out["addition"]
-        accuracy = self.task(model, "addition")[2]
+        accuracy = self.task(model, "addition").solve_rate
         return {
             "prior_accuracy": accuracy,
             "prior_loss": answer_loss(model, self.tok, problems),
@@ -371,7 +406,7 @@ class LMLearner:
         self.prog: LMProgress = loop.p
         self.model, self.tok, self.ev = model, tokenizer, evaluator
         self.tasks = tasks(cfg)
-        self._solve: dict[str, float] = {}
+        self._scores: dict[str, TaskScore] = {}
         self._prior: dict[str, float] = {}
         self.workers = 1
         #: (initial parameters, training sequences) when stage 0 is the pretraining, else None.
@@ -381,10 +416,31 @@ class LMLearner:
         """Write a step's rows, a point's with its solve rates and the prior's measures."""
         for row in rows:
             if point:
-                row["solve_rate"] = self._solve.get(str(row["eval_task"]), float("nan"))
+                score = self._scores.get(str(row["eval_task"]))
+                row["solve_rate"] = score.solve_rate if score is not None else float("nan")
                 row.update(self._prior)
+                if score is not None:
+                    self.prog.points_table.append(
+                        [
+                            int(row["timesteps"]),
+                            str(row["eval_task"]),
+                            score.solve_rate,
+                            score.format_rate,
+                            score.prompts,
+                        ]
+                    )
             self.logger.record_many(row)
             self.logger.dump()
+        if point:
+            self._write_points()
+
+    def _write_points(self) -> None:
+        """Rewrite :data:`POINTS_FILE` from the rows so far (atomic)."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(POINT_COLUMNS)
+        writer.writerows(self.prog.points_table)
+        atomic_write_text(self.store.path(POINTS_FILE), out.getvalue())
 
     # --- a step -----------------------------------------------------------------------------------
     def start(self, after_step: AfterStep) -> bool:
@@ -459,9 +515,9 @@ class LMLearner:
         if j == 0:
             self._prior = self.ev.prior(self.model)
         stage = self.plan.stages[j]
-        mean, std, solved, n = self.ev.task(self.model, stage_task(stage))
-        self._solve[stage.name] = solved
-        return StageEval(stage.name, mean, std, n)
+        score = self.ev.task(self.model, stage_task(stage))
+        self._scores[stage.name] = score
+        return StageEval(stage.name, score.reward, score.reward_std, score.prompts)
 
     def record_states(self) -> StageStates:
         """The trained stage's answer positions and the model's distributions there now."""

@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from esbench.envs.lm.verifier import countdown_reward, evaluate, verify_countdown
+from esbench.envs.lm.verifier import countdown_reward, evaluate, verify_countdown, well_formed
 from esbench.utils.seeding import generator
 
 Split = Literal["train", "held_out"]
@@ -93,6 +93,10 @@ class AdditionTask:
         """The reward (exact match is the only credit)."""
         return self.reward(completion, problem)
 
+    def formatted(self, completion: str, problem: Problem) -> float:
+        """1.0 for a completion that is a number (the answer's form), else 0.0."""
+        return float(completion.strip().isdigit())
+
 
 @dataclass(frozen=True)
 class CountdownTask:
@@ -162,3 +166,8 @@ class CountdownTask:
     def solved(self, completion: str, problem: Problem) -> float:
         """1.0 for a correct expression, else 0.0 (the exact-solve rate's term)."""
         return verify_countdown(completion, problem.numbers, problem.target).reward
+
+    def formatted(self, completion: str, problem: Problem) -> float:
+        """1.0 for a well-formed expression over the given numbers, solved or not (the format
+        rate's term, :func:`~esbench.envs.lm.verifier.well_formed`), else 0.0."""
+        return float(well_formed(completion, problem.numbers))

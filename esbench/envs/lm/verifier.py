@@ -159,10 +159,16 @@ def countdown_reward(
         parses, divides by no zero and uses only given numbers, each at most as often as given
         (a subset of the multiset), but is not correct; 0.0 otherwise.
     """
-    verdict = verify_countdown(expression, numbers, target)
-    if verdict.reward == 1.0:
+    if verify_countdown(expression, numbers, target).reward == 1.0:
         return 1.0
-    if verdict.reason in ("malformed", "division by zero"):
-        return 0.0
-    _, used = evaluate(expression.strip())
-    return float(format_score) if not Counter(used) - Counter(int(n) for n in numbers) else 0.0
+    return float(format_score) if well_formed(expression, numbers) else 0.0
+
+
+def well_formed(expression: str, numbers: Sequence[int]) -> bool:
+    """Whether ``expression`` has the answer's form: it parses, divides by no zero and uses only
+    given numbers, each at most as often as given (every correct answer is well formed)."""
+    try:
+        _, used = evaluate(expression.strip())
+    except (ParseError, RecursionError, ZeroDivisionError):
+        return False
+    return not Counter(used) - Counter(int(n) for n in numbers)
