@@ -287,7 +287,7 @@ def test_env_lm_config_validates_and_leaves_other_runs_hashes_alone() -> None:
         ("lm.decoding.strategy=beam", "lm.decoding.strategy='beam' is not allowed; allowed: greedy"),
         ("lm.pretrain.steps=-1", "lm.pretrain.steps=-1 is out of range"),
         ("lm.model.num_heads=3", "lm.model.hidden_size=128 is not a multiple of lm.model.num_heads=3"),
-        ("lm.pretrain.countdown_fraction=0.9", "lm.pretrain.solved_fraction=0.15 exceeds 1"),
+        ("lm.pretrain.solved_fraction=0.9", "lm.pretrain.solved_fraction=0.9 exceeds 1"),
     ):
         with pytest.raises(ConfigError, match=override.split("=")[0]) as err:
             compose_run_config(["env=lm", override])

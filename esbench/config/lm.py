@@ -71,9 +71,9 @@ class TaskBConfig:
     max_number: int = _c(9, ge=1)
     max_target: int = _c(99, ge=1)
     held_out_fraction: float = _c(0.2, gt=0.0, lt=1.0)
-    # Reward of a well-formed wrong answer: 0, the reward is the solve (outcome only); 0.1 is
-    # TinyZero's format bonus (the committed lm_retention report's runs were made with it).
-    format_score: float = _c(0.0, ge=0.0, lt=1.0)
+    # Reward of a well-formed wrong answer: 0.1 is TinyZero's format bonus (the committed
+    # lm_retention report's runs were made with it); 0 makes the reward the solve (outcome only).
+    format_score: float = _c(0.1, ge=0.0, lt=1.0)
 
 
 @dataclass
