@@ -13,8 +13,11 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from esbench.analysis.retention import forgetting, sequence_curves
 from tests.conftest import esbench, only_run_dir
 
 QUIET = ("tracker.console=false", "tracker.wandb=false")
@@ -124,9 +127,12 @@ def test_a_sequence_run_trains_the_stage_after_its_base_stage(root: Path) -> Non
     end_of_a = {r["eval_task"]: r for r in base_rows if r["train_task"] == "default"}  # its last point
     first = [r for r in _points(run) if int(r["timesteps"]) == 0]
     assert [r["eval_task"] for r in first] == ["default", "long_pole"]
-    assert all(r["train_task"] == "long_pole" for r in first)
+    assert all(r["train_task"] == "default" for r in first)  # the end of the base's stage, as there
     for r in first:  # task A and task B at timestep 0: exactly the base's at the end of stage A
         assert float(r["eval_return_mean"]) == float(end_of_a[r["eval_task"]]["eval_return_mean"])
+    curves = sequence_curves(pd.read_csv(run / "metrics.csv"), ["default", "long_pole"])
+    assert float(curves.boundaries[0]) == 0 and list(curves.train_stage[:2]) == [0, 1]
+    assert np.isfinite(forgetting(curves.returns, curves.train_stage)).all()  # the analysis reads it
     summary = _summary(run)
     assert summary["stages"] == ["default", "long_pole"]
     assert summary["stage_boundaries"][0] == 0 and summary["stage_boundaries"][1] >= 2000

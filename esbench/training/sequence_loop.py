@@ -391,7 +391,11 @@ class SequenceLoop:
         (:func:`~esbench.training.ruler.point_rows`, :func:`~esbench.training.ruler.step_row`)."""
         if point is None:
             return [step_row(counters, self.stage.name, train)]
-        return point_rows(counters, self.stage.name, point.evals, train, point.shared, point.per_stage)
+        # A run that entered its plan at a later stage (init.from_run) starts with the point that
+        # ends its base's stage: its rows name that stage as trained, as the base's own rows do.
+        entered = point.index == 0 and self.p.stage > 0
+        trained = self.plan.stages[self.p.stage - 1].name if entered else self.stage.name
+        return point_rows(counters, trained, point.evals, train, point.shared, point.per_stage)
 
     def end_stage(self, params: np.ndarray) -> bool:
         """Close the trained stage at the current counters; True when a next stage begins.
