@@ -26,6 +26,7 @@ from esbench.tracking.console import ConsoleProgress
 from esbench.tracking.logger import MetricsLogger, Writer
 from esbench.tracking.store import RunStore
 from esbench.tracking.wandb_writer import WandbWriter
+from esbench.training import init_policy as _init_policy  # noqa: F401 - registers its config check
 from esbench.training.ruler import recorded_pretraining, stage_plan
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,9 @@ def config_hash(cfg: DictConfig) -> str:
     budget = data.get("budget")
     if isinstance(budget, dict) and stop_at_return(cfg) is None:
         budget.pop("confirm_episodes", None)  # inert without a target: hashes as before it existed
+    init = data.get("init")
+    if isinstance(init, dict) and init.get("from_run") is None and init.get("params") is None:
+        del data["init"]  # no given starting policy: hashes as before it existed
     env = data.get("env")
     if isinstance(env, dict) and env.get("eval_max_episode_frames", 0) is None:
         del env["eval_max_episode_frames"]  # unset: hashes as before it existed

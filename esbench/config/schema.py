@@ -287,6 +287,21 @@ class SequenceConfig:
 
 
 @dataclass
+class InitConfig:
+    """Where a run's first trained stage starts from (docs/training.md, "Starting from a given
+    policy"): its own initialization (both unset), another run's parameters at a stage boundary
+    (``from_run``: ``<run dir>[:<stage>]``), or a parameter file (``params``)."""
+
+    from_run: str | None = None  # <run dir>[:<stage index or name>]; the base's last stage without one
+    params: str | None = None  # an .npz with "params" (the ruler's MLP, flat) and optional "obs_*"
+    log_std: float | None = None  # SB3: the Gaussian policy's initial log std; None: the algorithm's own
+    value_warmup_steps: int = _c(10_000, ge=0)  # SB3: base-policy steps the value net is fitted on
+    value_warmup_epochs: int = _c(10, ge=1)  # passes over each warm-up rollout
+    value_warmup_lr: float = _c(1e-3, gt=0.0)  # Adam on the value network alone
+    value_warmup_batch_size: int = _c(64, ge=1)
+
+
+@dataclass
 class RunConfig:
     """A whole run. It is a pure function of this config: same config, same numbers."""
 
@@ -301,6 +316,8 @@ class RunConfig:
     # env=lm only (conf/env/lm.yaml fills it): model, tasks, pretraining, decoding. Unset (None)
     # elsewhere, and then left out of the run's config hash, so other runs keep their run ids.
     lm: Optional[LMConfig] = None  # noqa: UP045 (OmegaConf reads the annotation at run time)
+    # A given starting policy (conf/init/); unset, it is left out of the config hash.
+    init: InitConfig = field(default_factory=InitConfig)
     seed: int = _c(0, ge=0)
     experiment: str = "default"  # results/runs/<experiment>/<run_id>/
     results_dir: str = "results/runs"

@@ -23,6 +23,7 @@ from esbench.config.schema import (
     ClusterConfig,
     EnvConfig,
     EvalConfig,
+    InitConfig,
     PolicyConfig,
     RunConfig,
     TrackerConfig,
@@ -120,8 +121,10 @@ def validate(cfg: DictConfig) -> None:
         ("eval", EvalConfig),
         ("cluster", ClusterConfig),
         ("tracker", TrackerConfig),
+        ("init", InitConfig),
     ):
-        check_fields(cfg[name], schema, name)
+        if name in cfg:
+            check_fields(cfg[name], schema, name)
     check_fields(cfg, RunConfig, "")
     if cfg.cluster.kind == "address" and not OmegaConf.select(cfg, "cluster.address", default=None):
         raise ConfigError(

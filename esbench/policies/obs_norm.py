@@ -22,6 +22,7 @@ class ObsStats:
     total: np.ndarray
     sumsq: np.ndarray
     count: float
+    floor: float = _EPS  # the variance floor (a base's own, when a run starts from one: init.from_run)
 
     @classmethod
     def zeros(cls, obs_dim: int) -> ObsStats:
@@ -39,5 +40,5 @@ class ObsStats:
 
     @property
     def std(self) -> np.ndarray:
-        """Running std with the variance floored at 1e-2, shape (obs_dim,)."""
-        return np.sqrt(np.maximum(self.sumsq / self.count - np.square(self.mean), _EPS))
+        """Running std with the variance floored at ``floor`` (1e-2), shape (obs_dim,)."""
+        return np.sqrt(np.maximum(self.sumsq / self.count - np.square(self.mean), self.floor))

@@ -155,6 +155,7 @@ SNAPSHOT_DRIFT_FILE = "snapshot_drift.csv"
 STAGE_STATES_FILE = "stage_states.npz"
 PROBES_FILE = "probes.npz"
 PROBE_STATES_FILE = "probe_states.npz"
+OBS_NORM_FILE = "obs_norm.npz"  # the observation normalization at each stage boundary
 #: Where esbench before data-only checkpoints kept a pickle. Never loaded (unpickling runs code);
 #: a run directory holding one refuses to resume and says so.
 LEGACY_CHECKPOINT_FILE = "checkpoint.pkl"

@@ -37,11 +37,12 @@ from esbench.runtime.worker import ChunkResult, RunContext, RunSpec
 from esbench.strategies.base import ESState, Population, begin_stage_anchor
 from esbench.strategies.optimizers import OptState, init_opt_state
 from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.schema import OBS_NORM_FILE, SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import StateKind, resume_state, save_checkpoint
 from esbench.training.drift import action_bounds, record_stage_states, write_probes
+from esbench.training.init_policy import BasePolicy, ObsNorm, load_base, record_obs_norm, write_obs_norms
 from esbench.training.learner import AfterStep, Seeds, StepStats
 from esbench.training.loop import logged_rows, run_learner
 from esbench.training.ruler import Stage, StageEval, StagePlan, stage_plan, write_snapshots
@@ -104,9 +105,11 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
     spec = RunSpec.from_config(cfg, run_key, tuple(s.env for s in plan.stages))
     master = RunContext(spec)  # the master's own env/policy/strategy (for init and tell)
     resumed = resume_state(store, logger, ES_STATE) if cfg.resume else None
-    state, prog = (
-        (master.initial_state(), Progress()) if resumed is None else (resumed.trainer, resumed.progress)
-    )
+    base = load_base(cfg) if resumed is None else None
+    if resumed is not None:
+        state, prog = resumed.trainer, resumed.progress
+    else:
+        state, prog = (master.initial_state() if base is None else start_from(master, base)), Progress()
     if resumed is not None:
         log.info("resuming %s from generation %d (stage %d)", store.run_id, state.generation, prog.stage)
 
@@ -120,6 +123,7 @@ def train_es(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_key: s
             resumed_at=state.generation if resumed is not None else None,
             emit=logged_rows(logger),
             on_boundary=ESLearner.write_boundary,
+            base=base,
         )
     workers = typical_workers(logger.rows, learner.workers)
     return {**summary, "workers": workers, "generations": learner.state.generation}
@@ -226,8 +230,14 @@ class ESLearner:
         )  # fmt: skip
 
     def write_boundary(self) -> None:
-        """Write the stage-boundary snapshots and the recorded stage states (the master writes)."""
+        """Write the stage-boundary snapshots, the recorded stage states and the observation
+        normalization each ended stage's policy acted with (the master writes)."""
         p = self.prog
+        obs = self.state.obs  # the ended stage's: the next one has not begun
+        clip = float(self.cfg.policy.obs_clip)
+        norm = None if obs is None else ObsNorm(obs.mean, _raw_var(obs), obs.count, clip, obs.floor)
+        record_obs_norm(p, self.plan.names, norm)
+        write_obs_norms(self.store.path(OBS_NORM_FILE), p.obs_norms)
         write_snapshots(
             self.store.path(SNAPSHOTS_FILE), p.snapshots, self.plan.names, p.boundaries, self.layout
         )
@@ -276,6 +286,25 @@ class ESLearner:
     def params(self) -> np.ndarray:
         """The state's parameters."""
         return self.state.es.params
+
+
+def _raw_var(obs: ObsStats) -> np.ndarray:
+    """The statistics' variance before their floor."""
+    return np.asarray(obs.sumsq / obs.count - np.square(obs.mean), np.float64)
+
+
+def start_from(master: RunContext, base: BasePolicy) -> TrainerState:
+    """Generation 0 from a given policy (``init.from_run``): the strategy initialized at the base's
+    MLP parameters (every ES variant's ``init``), the observation statistics its normalization's
+    (:meth:`ObsNorm.std` equal to the base's std), or the prior without one."""
+    obs = None
+    if base.obs is not None:
+        n, count = base.obs, float(base.obs.count)
+        var = n.var + n.eps  # the std's floor is the base's: max(var + eps, floor) as it normalized
+        obs = ObsStats(n.mean * count, (var + np.square(n.mean)) * count, count, max(n.floor, n.eps))
+    elif master.policy.uses_obs_norm:
+        obs = ObsStats.zeros(int(master.policy.obs_dim))  # type: ignore[attr-defined]
+    return TrainerState(es=master.strategy.init(np.array(base.actor, np.float32)), obs=obs)
 
 
 def _load_policy(ctx: RunContext, state: TrainerState) -> None:

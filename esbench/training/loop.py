@@ -34,6 +34,7 @@ from omegaconf import DictConfig
 
 from esbench.config.schema import stop_at_return
 from esbench.tracking.logger import MetricsLogger
+from esbench.training.init_policy import BasePolicy, enter_at_base, start_stage
 from esbench.training.learner import Learner, StepStats
 from esbench.training.ruler import Confirmation, stage_plan
 from esbench.training.sequence_loop import CpuClock, PointResult, RowSink, SequenceLoop, SequenceProgress
@@ -78,6 +79,7 @@ def run_learner(
     target: bool = True,
     probes: bool = True,
     on_boundary: Callable[[L], None] | None = None,
+    base: BasePolicy | None = None,
 ) -> tuple[dict[str, Any], L]:
     """Run a learner as ``cfg`` says: the loop, the walk through the stages, the summary.
 
@@ -97,6 +99,9 @@ def run_learner(
         on_boundary: Writes the results files of a boundary (snapshots, stage states), called at
             every boundary and once more after the walk (a resumed run that was over writes them
             again); None where another process writes them.
+        base: The policy a fresh run starts from (``init.from_run``; the learner was built on it):
+            the run enters its plan at :func:`~esbench.training.init_policy.start_stage`, the
+            stages before it ended at timestep 0 with the base's parameters, states and probes.
 
     Returns:
         (the trainer's part of the summary, the learner).
@@ -107,6 +112,8 @@ def run_learner(
         progress.resumed_from = [*progress.resumed_from, int(resumed_at)]
     else:
         progress.next_eval_at = interval
+    if base is not None and resumed_at is None:
+        enter_at_base(progress, base, start_stage(cfg, base, plan), plan.names)
     loop = SequenceLoop(
         plan,
         progress,
@@ -120,14 +127,19 @@ def run_learner(
         checkpoint_every=int(cfg.checkpoint_every) if checkpoints else None,
     )
     learner = build(loop)
-    if not progress.snapshots:
-        progress.snapshots = [np.array(learner.params(), copy=True)]
+    if not progress.snapshots:  # the stages before the first trained one start from it too
+        progress.snapshots = [np.array(learner.params(), copy=True)] * (progress.stage + 1)
+        progress.probe_ends = [[learner.distribution(r.states) for r in progress.probes[: j + 1]]
+                               for j in range(min(progress.stage, len(progress.probes)))]  # fmt: skip
     write = (lambda: on_boundary(learner)) if on_boundary is not None else None
     walk_stages(loop, learner, write)
     if write is not None:
         write()
     generation = 0  # not part of the summary
-    return loop.summary(loop.counters(generation), learner.params()), learner
+    out = loop.summary(loop.counters(generation), learner.params())
+    if progress.base:
+        out["init"] = dict(progress.base)
+    return out, learner
 
 
 def logged_rows(logger: MetricsLogger) -> RowSink:

@@ -65,16 +65,18 @@ from esbench.envs import make_env
 from esbench.measures.distribution import ActionDist
 from esbench.runtime.cluster import dask_client, in_dask_task, is_sole_run_of_process
 from esbench.tracking.logger import MetricsLogger
-from esbench.tracking.schema import SNAPSHOTS_FILE, STAGE_STATES_FILE
+from esbench.tracking.schema import OBS_NORM_FILE, SNAPSHOTS_FILE, STAGE_STATES_FILE
 from esbench.tracking.stage_states import StageStates, write_stage_states
 from esbench.tracking.store import RunStore
 from esbench.training.checkpoint import resume_state, save_checkpoint
 from esbench.training.drift import action_bounds, record_stage_states, write_probes
+from esbench.training.init_policy import load_base, record_obs_norm, start_stage, write_obs_norms
 from esbench.training.learner import AfterStep, Seeds, StepStats
 from esbench.training.loop import run_learner
 from esbench.training.ruler import Stage, StageEval, StagePlan, stage_plan, write_snapshots
 from esbench.training.sb3_callback import MetricsCallback, Progress, policy_layout, policy_vector
 from esbench.training.sb3_checkpoint import SB3_STATE, load_snapshot, optimizers, restore, snapshot
+from esbench.training.sb3_init import load_base_policy, obs_norm_of, warm_up_value
 from esbench.training.sequence_loop import SequenceLoop
 from esbench.utils.layout import ParamLayout
 
@@ -110,6 +112,7 @@ def train_baseline(cfg: DictConfig, store: RunStore, logger: MetricsLogger, run_
     write_snapshots(store.path(SNAPSHOTS_FILE), snaps.params, snaps.stages, snaps.boundaries, snaps.layout)
     write_stage_states(store.path(STAGE_STATES_FILE), snaps.states)
     write_probes(store.dir, snaps.probes, snaps.probe_ends, snaps.stochastic, snaps.bounds)
+    write_obs_norms(store.path(OBS_NORM_FILE), snaps.obs_norms)
     return result
 
 
@@ -187,6 +190,7 @@ class Snapshots:
     probe_ends: list[list[ActionDist]] = field(default_factory=list)
     stochastic: bool = False  # the policy samples its actions (actor-critic): its KL is defined
     bounds: tuple[np.ndarray, np.ndarray] | None = None  # the Box action bounds
+    obs_norms: dict[str, dict[str, Any]] = field(default_factory=dict)  # obs_norm.npz
 
 
 def stochastic_policy(model: BaseAlgorithm) -> bool:
@@ -251,12 +255,19 @@ def train_process(
     torch.set_num_threads(int(cfg.torch_threads))
     plan = stage_plan(cfg)
     hp = resolve_hparams(cfg)
-    first = load_snapshot(blob).progress.stage if blob is not None else 0
+    base = load_base(cfg) if blob is None else None
+    if blob is not None:
+        first = load_snapshot(blob).progress.stage
+    else:
+        first = start_stage(cfg, base, plan) if base is not None else 0
     model, venv = build_stage(cfg, hp, plan.stages[first])
     if blob is not None:
         progress = restore(blob, model)
     else:
         progress = Progress(next_checkpoint_at=int(cfg.checkpoint_every))
+        if base is not None:  # the base's policy, then the value network fitted on its rollouts
+            load_base_policy(model, base, cfg)
+            progress.base = warm_up_value(model, cfg)
     eval_envs = [make_env(stage.env_cfg(), training=False) for stage in plan.stages]
 
     def emit(rows: list[dict[str, Any]], point: Any) -> None:
@@ -272,7 +283,8 @@ def train_process(
     try:
         summary, learner = run_learner(
             cfg, progress, build, resumed_at=progress.timesteps if blob is not None else None, emit=emit,
-            cpu="process", checkpoints=False,
+            cpu="process", checkpoints=False, base=base,
+            on_boundary=lambda ln: record_obs_norm(ln.p, plan.names, obs_norm_of(ln.model)),
         )  # fmt: skip
     finally:
         for env in eval_envs:
@@ -294,6 +306,7 @@ def train_process(
             progress.probe_ends,
             stochastic_policy(model),
             action_bounds(model.action_space),
+            progress.obs_norms,
         ),
     }
 

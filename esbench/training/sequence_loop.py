@@ -92,6 +92,11 @@ class SequenceProgress:
             policy visited there and its distributions on them (:meth:`SequenceLoop.record_probe`).
         probe_ends: ``probe_ends[j][k]``: the distributions of the policy that ended stage j on
             probe set k (:meth:`SequenceLoop.end_probes`).
+        obs_norms: The observation normalization at the end of every stage ended so far, by
+            stage name (:class:`~esbench.training.init_policy.ObsNorm` as data), what a run started
+            from this one at that boundary normalizes with (``obs_norm.npz``).
+        base: What the run records of the policy it started from (``init.from_run``: the
+            summary's ``init``), empty for a run from its own initialization.
         finished: The run is over (a resumed run that is over only writes its summary).
     """
 
@@ -117,6 +122,8 @@ class SequenceProgress:
     stage_states: list[StageStates] = field(default_factory=list)
     probes: list[StageStates] = field(default_factory=list)
     probe_ends: list[list[ActionDist]] = field(default_factory=list)
+    obs_norms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    base: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
 
 
@@ -384,7 +391,11 @@ class SequenceLoop:
         (:func:`~esbench.training.ruler.point_rows`, :func:`~esbench.training.ruler.step_row`)."""
         if point is None:
             return [step_row(counters, self.stage.name, train)]
-        return point_rows(counters, self.stage.name, point.evals, train, point.shared, point.per_stage)
+        # A run that entered its plan at a later stage (init.from_run) starts with the point that
+        # ends its base's stage: its rows name that stage as trained, as the base's own rows do.
+        entered = point.index == 0 and self.p.stage > 0
+        trained = self.plan.stages[self.p.stage - 1].name if entered else self.stage.name
+        return point_rows(counters, trained, point.evals, train, point.shared, point.per_stage)
 
     def end_stage(self, params: np.ndarray) -> bool:
         """Close the trained stage at the current counters; True when a next stage begins.
