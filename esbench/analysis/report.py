@@ -1325,6 +1325,7 @@ def build_report(
     allow_partial: bool = False,
     seed: int = 0,
     recipe_scale: str | None = None,
+    recipes_dir: Path | None = None,
 ) -> Path:
     """Write the data, tables, figures and ``REPORT.md`` of one target.
 
@@ -1344,6 +1345,8 @@ def build_report(
         recipe_scale: The ``esbench reproduce`` scale the runs were made at, when it made the
             report: the provenance names it beside the runs' budget preset where the two differ
             (the decisive retention scale runs the mini's budget preset at more seeds).
+        recipes_dir: Where the target's recipe is, whose claims are the plan in force
+            (:func:`current_plan`; the shipped recipes by default).
 
     Returns:
         Path of the written ``REPORT.md``.
@@ -1354,7 +1357,7 @@ def build_report(
         IncompleteResultsError: Missing runs or unequal seed counts, and not allow_partial.
     """
     if is_report_data(results_dir):
-        return _report_from_data(target, Path(results_dir), Path(out_dir))
+        return _report_from_data(target, Path(results_dir), Path(out_dir), recipes_dir)
     name, runs_dir, kind = resolve_target(target, results_dir)
     if kind == "retention":
         results = _retention_results(runs_dir)
@@ -1385,7 +1388,7 @@ def build_report(
         report_dirty=dirty,
         run_commits=_unique(i.get("git_commit") for i in results.env_info.values()),
         figure_versions=figure_versions(),
-        plan=current_plan(target).record(),
+        plan=current_plan(target, recipes_dir).record(),
     )
     calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
     run_files = RETENTION_RUN_FILES if kind == "retention" else RUN_FILES
@@ -1400,11 +1403,11 @@ def build_report(
     return render_report(root)
 
 
-def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
+def _report_from_data(target: str, data_dir: Path, out_dir: Path, recipes_dir: Path | None = None) -> Path:
     """A report rendered from another report's ``data/`` (``results_dir=paper/table1/data``): the
     data are copied to ``out_dir/<name>/data/`` (unless they are already there), the manifest records
-    the commit rendering it now (:func:`~esbench.analysis.report_data.restamp_manifest`), then it is
-    rendered.
+    the commit rendering it now and the plan in force now
+    (:func:`~esbench.analysis.report_data.restamp_manifest`), then it is rendered.
 
     Raises:
         UnknownTargetError: ``target`` is neither the report's target nor its name.
@@ -1424,9 +1427,8 @@ def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
             elif old.is_file():
                 old.unlink()
         shutil.copytree(data_dir, root / DATA_DIR)
-    restamp_manifest(
-        root / DATA_DIR, commit, dirty, figure_versions(), current_plan(manifest.target).record()
-    )
+    plan = current_plan(manifest.target, recipes_dir).record()
+    restamp_manifest(root / DATA_DIR, commit, dirty, figure_versions(), plan)
     return render_report(root)
 
 
@@ -1451,10 +1453,10 @@ def render_report(root: str | Path) -> Path:
         return _render_named(root, results, manifest, notice)
 
 
-def current_plan(target: str) -> Plan:
-    """The plan of the recipe behind ``target`` now (a named target is a recipe); the empty plan of
-    no recipe for a results path."""
-    return plan_of_recipe(target) if target in TARGETS else Plan("")
+def current_plan(target: str, recipes_dir: Path | None = None) -> Plan:
+    """The plan of the recipe behind ``target`` now (a named target is a recipe, under
+    ``recipes_dir``, the shipped recipes by default); the empty plan of no recipe for a results path."""
+    return plan_of_recipe(target, recipes_dir) if target in TARGETS else Plan("")
 
 
 def runs_plan_check(results: Results, manifest: Manifest) -> PlanCheck:
