@@ -40,3 +40,17 @@ def test_a_pilot_of_three_split_seeds_shows_a_wide_spread_and_no_pilot_no_outloo
     assert outlook.same_side < 0.9  # resampled pilots disagree on the direction
     none = study_outlook(np.array([1.0]), b, np.random.default_rng(0))
     assert none.pilots == 0 and np.isnan(none.seeds) and none.side == ""
+
+
+def test_seeds_to_decide_is_the_smallest_study_a_full_scan_of_the_power_finds() -> None:
+    from esbench.analysis.metrics.planning import PLANNING_POWER, welch_power
+
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        a, b = rng.normal(rng.normal(0, 1), rng.uniform(0.2, 3), 3), rng.normal(0, rng.uniform(0.2, 3), 4)
+        ns = np.arange(2, 301)
+        diff = abs(a.mean() - b.mean())
+        enough = np.flatnonzero(welch_power(diff, a.var(ddof=1), b.var(ddof=1), ns) >= PLANNING_POWER)
+        expected = float(ns[enough[0]]) if enough.size else float("nan")
+        got = seeds_to_decide(a, b, max_seeds=300)
+        assert got == expected or (np.isnan(got) and np.isnan(expected)), (a, b, got, expected)
