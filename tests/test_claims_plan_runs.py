@@ -29,8 +29,9 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _claims_verdicts(report: str) -> list[str]:
     """The verdict column of the report's claims table."""
-    table = report.split("## Claims checked\n", 1)[1].split("\n\n", 1)[0]
-    return [row.rstrip(" |").rsplit("| ", 1)[1] for row in table.splitlines()[2:]]
+    lines = report.split("## Claims checked\n", 1)[1].lstrip("\n").splitlines()
+    table = lines[: next((k for k, line in enumerate(lines) if not line.startswith("|")), len(lines))]
+    return [row.rstrip(" |").rsplit("| ", 1)[1] for row in table[2:]]
 
 
 def test_every_run_reproduce_launches_records_its_recipes_plan_and_its_report_ships_it(
