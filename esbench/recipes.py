@@ -7,6 +7,7 @@ A recipe names the sweep that feeds one report, and the seeds and budgets of eac
     report: table1                 # esbench.analysis.report target; also the experiment name
     launcher: dask                 # dask (default): jobs share the cluster; basic: one at a time
     overrides: {KEY: VALUE}        # optional, every scale
+    claims: [experiments/claims/x.yaml]  # optional: the claims its runs decide (its plan)
     scales:
       smoke | mini | paper:        # all three required; decisive, decisive_hard optional
         seeds: [0, 1, 2]
@@ -45,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from esbench.analysis.claims.plan import Plan, load_plan
 from esbench.config.registry import FAMILIES, algorithms, family_of, get_algorithm
 from esbench.config.validate import ConfigError
 from esbench.envs.checks import LM_ALGORITHMS
@@ -59,7 +61,7 @@ SCALES: tuple[str, ...] = ("smoke", "mini", "paper")
 OPTIONAL_SCALES: tuple[str, ...] = ("decisive", "decisive_hard")
 ALL_SCALES: tuple[str, ...] = (*SCALES, *OPTIONAL_SCALES)
 LAUNCHERS: tuple[str, ...] = ("dask", "basic")
-_RECIPE_KEYS = {"description", "report", "launcher", "overrides", "scales"}
+_RECIPE_KEYS = {"description", "report", "launcher", "overrides", "scales", "claims"}
 _SCALE_KEYS = {"seeds", "budget", "overrides", "sweeps", "paper_targets"}
 _BUDGET_KEYS = {"timesteps", "frames", "eval_interval", "eval_interval_frames", "eval_episodes"}
 
@@ -94,7 +96,9 @@ class Sweep:
 
 @dataclass(frozen=True)
 class Recipe:
-    """A paper table or figure: its report and the sweeps of each scale."""
+    """A paper table or figure: its report, the sweeps of each scale, and its claims (the plan its
+    runs are made to decide: the claims files it names, :mod:`esbench.analysis.claims.plan`; read
+    and checked with the recipe)."""
 
     name: str
     description: str
@@ -103,6 +107,7 @@ class Recipe:
     overrides: dict[str, Any]
     scales: dict[str, dict[str, Any]]
     path: Path = field(compare=False)
+    claims: Plan = field(default_factory=lambda: Plan(""), compare=False)
 
     def plan(self, scale: str, user_overrides: list[str] | None = None) -> list[Sweep]:
         """The sweeps of ``scale``; ``user_overrides`` (``KEY=VALUE``) win over the recipe's."""
@@ -318,6 +323,7 @@ def _check_recipe(path: Path, data: Any) -> Recipe:
         overrides=dict(data.get("overrides") or {}),
         scales={k: dict(v) for k, v in scales.items()},
         path=path,
+        claims=load_plan(path.stem, data.get("claims"), path.parent),
     )
 
 

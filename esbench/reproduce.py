@@ -6,7 +6,8 @@
 
 Everything is checked first (recipe, scale, every job's config, the scheduler of
 ``cluster=address``); then each of the recipe's sweeps runs on the Dask launcher (jobs already
-complete are skipped, so the same command resumes), then ``esbench.analysis.report.build_report``
+complete are skipped, so the same command resumes; each run it launches records the recipe's plan,
+the hash of its claims files: :func:`record_plan`), then ``esbench.analysis.report.build_report``
 writes ``out_dir/<report>/REPORT.md`` (``reports/`` by default, git-ignored; ``out_dir=paper`` updates
 the committed reports). Other ``KEY=VALUE`` overrides (``cluster=address
 cluster.address=tcp://HOST:8786``) apply to every job.
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from esbench.config.validate import ConfigError
 from esbench.recipes import (
@@ -36,6 +39,9 @@ from esbench.recipes import (
     pricing,
 )
 from esbench.utils.calibration import CalibrationError
+
+if TYPE_CHECKING:
+    from esbench.tracking.store import RunStore
 
 USAGE = (__doc__ or "").strip()
 #: Where reports go unless ``out_dir=`` says otherwise: a git-ignored directory, so a reproduction
@@ -128,15 +134,56 @@ def _run(sweep: Sweep) -> int:
         return int(e.code) if isinstance(e.code, int) else 1
 
 
-def reproduce(recipe: Recipe, scale: str, overrides: list[str], out_dir: str, allow_partial: bool) -> int:
-    """Run one recipe's sweeps at ``scale``, then its report; returns the exit status."""
+def record_plan(recipe: Recipe, stores: list[RunStore], made_before: set[Path]) -> tuple[int, int]:
+    """Record the recipe's plan in each run it launched now; returns (runs that record this plan,
+    runs that record none or another).
+
+    The record says which plan a run was MADE under, so it is written only by the reproduction that
+    launched the run: a run found complete when the reproduction started (``made_before``) keeps
+    what it has, and one with no record stays without (it predates records, or was made by
+    ``esbench run``: which claims it was made to decide is not known). A run that already records a
+    plan keeps it (:meth:`~esbench.tracking.store.RunStore.record_plan`); its report then says the
+    plan changed after it. Re-running it (``resume=false``) clears its files, this record with them.
+    """
+    current, record = recipe.claims.hash, recipe.claims.record()
+    under, other = 0, 0
+    for store in stores:
+        if not store.is_complete:
+            continue
+        kept = store.plan_record() if store.dir in made_before else store.record_plan(record)
+        if kept is not None and kept.get("hash") == current:
+            under += 1
+        else:
+            other += 1
+    return under, other
+
+
+def reproduce(
+    recipe: Recipe,
+    scale: str,
+    overrides: list[str],
+    out_dir: str,
+    allow_partial: bool,
+    stores: list[RunStore] | None = None,
+) -> int:
+    """Run one recipe's sweeps at ``scale`` (recording its plan in the runs they make,
+    :func:`record_plan`; ``stores``: their run directories), then its report; returns the exit status."""
     from esbench.analysis.report import build_report
     from esbench.analysis.stats import IncompleteResultsError
 
     sweeps = recipe.plan(scale, overrides)
+    stores = stores or []
+    made_before = {s.dir for s in stores if s.is_complete}
     failed = 0
     for sweep in sweeps:
         failed += _run(sweep) != 0
+    _, other = record_plan(recipe, stores, made_before)
+    if other:
+        print(
+            f"esbench: {recipe.name}: {other} run(s) were not made under the current plan "
+            f"(claims plan {recipe.claims.hash[:12]}): its report decides nothing until they are re-run",
+            flush=True,
+        )
     results_dir = _value(overrides, "results_dir", "results/runs")
     try:
         path = build_report(
@@ -182,11 +229,12 @@ def main(argv: list[str]) -> int:
                 print(f"# {recipe.name} ({scale}) -> esbench report {recipe.report} out_dir={out_dir}")
                 print("\n".join(s.command() for s in sweeps))
             return 0
-        from esbench.sweep import validate_sweep
+        from esbench.sweep import sweep_run_stores
 
-        for _, sweeps in plans:
+        stores: dict[str, list[RunStore]] = {}
+        for recipe, sweeps in plans:
             for s in sweeps:
-                validate_sweep(list(s.overrides))
+                stores.setdefault(recipe.name, []).extend(sweep_run_stores(list(s.overrides)) or [])
         print(_cost_line(recipes, scale), flush=True)
         _check_cluster(overrides)
     except (ConfigError, CalibrationError) as e:
@@ -200,5 +248,7 @@ def main(argv: list[str]) -> int:
     status = 0
     with reusing_local_clusters():  # the sweeps one after another: start the workers once
         for recipe, _ in plans:
-            status = max(status, reproduce(recipe, scale, overrides, out_dir, allow_partial))
+            status = max(
+                status, reproduce(recipe, scale, overrides, out_dir, allow_partial, stores.get(recipe.name))
+            )
     return status

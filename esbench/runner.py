@@ -134,10 +134,14 @@ def run(cfg: DictConfig) -> RunOutcome:
     """Execute (or resume, or skip) the run ``cfg`` describes, holding its run directory's lock
     throughout: a second process on the same run raises
     :class:`~esbench.tracking.store.RunLockedError` before it touches anything but the lock file."""
-    run_id = cfg.run_id or default_run_id(cfg)
-    store = RunStore(cfg.results_dir, cfg.experiment, run_id)
+    store = run_store(cfg)
     with store.lock():
-        return _run_locked(cfg, store, run_id)
+        return _run_locked(cfg, store, store.run_id)
+
+
+def run_store(cfg: DictConfig) -> RunStore:
+    """The run directory of ``cfg``: ``<results_dir>/<experiment>/<run id>``."""
+    return RunStore(cfg.results_dir, cfg.experiment, cfg.run_id or default_run_id(cfg))
 
 
 def _run_locked(cfg: DictConfig, store: RunStore, run_id: str) -> RunOutcome:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from omegaconf import DictConfig
@@ -19,6 +19,9 @@ from omegaconf import DictConfig
 from esbench.config.compose import CONF_DIR, compose_run_config, exact_integers, explain_hydra_error
 from esbench.config.errors import ConfigError
 from esbench.config.schema import register_configs
+
+if TYPE_CHECKING:
+    from esbench.tracking.store import RunStore
 
 FAILED_JOBS: list[list[str]] = []
 
@@ -88,14 +91,26 @@ def validate_sweep(overrides: list[str]) -> list[list[str]] | None:
     of the sweep, and every group option it names), each job again when it is launched, and
     ``None`` is returned.
     """
+    checked = _checked_jobs(overrides)
+    return None if checked is None else [job for job, _ in checked]
+
+
+def sweep_run_stores(overrides: list[str]) -> list[RunStore] | None:
+    """Check the sweep's jobs as :func:`validate_sweep` does, and return the run directory of each
+    (None for a sweeper that chooses its jobs as it goes)."""
+    from esbench.runner import run_store
+
+    checked = _checked_jobs(overrides)
+    return None if checked is None else [run_store(cfg) for _, cfg in checked]
+
+
+def _checked_jobs(overrides: list[str]) -> list[tuple[list[str], DictConfig]] | None:
+    """Each job of a basic sweep with its checked config; other sweepers: the first job checked, None."""
     overrides = exact_integers(overrides)
     if configured_sweeper(overrides) != BASIC_SWEEPER:
         compose_run_config(first_job(overrides))
         return None
-    jobs = expand_sweep(overrides)
-    for job in jobs:
-        compose_run_config(job)
-    return jobs
+    return [(job, compose_run_config(job)) for job in expand_sweep(overrides)]
 
 
 def job_overrides_of(cfg: DictConfig) -> list[str]:

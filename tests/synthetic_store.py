@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
+from esbench.analysis.claims.plan import plan_of_recipe
 from esbench.tracking.schema import (
     CONFIG_FILE,
     ENV_FILE,
     METRIC_COLUMNS,
     METRICS_FILE,
+    PLAN_FILE,
     SNAPSHOTS_FILE,
     SUMMARY_FILE,
     empty_row,
@@ -37,6 +39,12 @@ DEFAULT_ENV_INFO: dict[str, Any] = {
     "platform": "Linux-x86_64",
     "python": "3.11.0",
 }
+
+
+def _record_plan(run_dir: Path, experiment: str) -> None:
+    """The plan record ``esbench reproduce`` writes: the run made under its recipe's current claims
+    (the empty plan for an experiment that is no recipe), so its report decides."""
+    (run_dir / PLAN_FILE).write_text(json.dumps(plan_of_recipe(experiment).record()))
 
 
 def write_run(
@@ -157,6 +165,7 @@ def write_run(
             "stopped_at_return": stopped_at_return,
         }
         (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
+        _record_plan(run_dir, experiment)
     return run_dir
 
 
@@ -296,4 +305,5 @@ def write_sequence_run(
             "params_sha256": "0" * 64,
         }
         (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
+        _record_plan(run_dir, experiment)
     return run_dir

@@ -9,6 +9,7 @@ to its own CI step (``pytest -m recipes``); the default suite runs the README's 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,10 @@ def test_every_recipe_at_smoke_runs_its_jobs_and_writes_a_report_its_data_recomp
     assert "Scale: smoke" in report.read_text()
     jobs = all_jobs(recipe, "smoke")
     assert len(list((runs / name).rglob("summary.json"))) == len(jobs), name
+    # each run records the plan it was made under, and the report finds them all made under it
+    records = [json.loads(p.read_text()) for p in (runs / name).rglob("plan.json")]
+    assert records == [recipe.claims.record()] * len(jobs), name
+    assert "were fixed before its runs: all" in report.read_text().splitlines()[2], name
     result = check_report(report.parent)  # every table, number and verdict, from data/ alone
     assert result.ok, result.message
 

@@ -63,7 +63,7 @@ import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.claims.retention import RETENTION_CLAIMS
-from esbench.analysis.claims.verdicts import NOT_TESTABLE, NOT_TESTED, UNDECIDED
+from esbench.analysis.claims.verdicts import NOT_TESTABLE, NOT_TESTED, in_force
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, condition_label
 from esbench.analysis.drift import pool_blocks
 from esbench.analysis.load import config_value, read_config
@@ -71,6 +71,7 @@ from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.retention_decisions import (
     DROP_READING_TEXT,
     DROP_WINDOWS_TEXT,
+    PLANNED,
     claim_cells,
     matched_cells,
     no_learning_reading,
@@ -317,8 +318,8 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
         reading = ""
         if r.verdict == NOT_TESTABLE:
             reading = no_learning_reading(r.matched_gain, r.min_effect, "solve-rate gain")
-        elif r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
-            reading = seeds_reading(r.seeds_to_decide)
+        elif r.verdict in PLANNED and np.isfinite(r.seeds_to_decide):
+            reading = seeds_reading(r)
         rows.append(
             {
                 "decision": r.claim, "sequence": r.sequence, "a": r.a, "b": r.b,
@@ -352,7 +353,7 @@ def lm_decisions(claims: pd.DataFrame, transient: pd.DataFrame) -> pd.DataFrame:
                 {
                     "decision": decision, "sequence": "", "a": "", "b": "", "measure": "",
                     "matched_gain": math.nan, "value": math.nan, "low": math.nan, "high": math.nan,
-                    "n_a": 0, "n_b": 0, "reading": why, "verdict": NOT_TESTED,
+                    "n_a": 0, "n_b": 0, "reading": why, "verdict": in_force(NOT_TESTED),
                 }
             )  # fmt: skip
     order = {d: k for k, d in enumerate(DECISIONS)}
@@ -573,7 +574,7 @@ def lm_section(runs: pd.DataFrame, root: Path, rng: np.random.Generator) -> tupl
             )
         where = f"{r.sequence} (task-A accuracy kept, task-B solve rate)" if r.sequence else "language model"
         claim = RETENTION_CLAIMS[str(r.decision)]
-        claim_rows.append(f"| {where}: {claim.text} | {claim.source} | {ours} | {r.verdict} |")
+        claim_rows.append(f"| {where}: {claim.text} | {claim.cited} | {ours} | {r.verdict} |")
     figure = plot_lm_curves(points, root / "figures" / "lm_curves", rng)
     seeds = points.groupby("algo")["seed"].nunique()
     caption = (

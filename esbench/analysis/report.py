@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
+from esbench.analysis.claims.plan import Plan, PlanCheck, check_plan, plan_of_recipe
+from esbench.analysis.claims.verdicts import plan_changed
 from esbench.analysis.coverage import STOP_SPREADS, ratio_coverage, stopping_time_coverage
 from esbench.analysis.env_versions import env_versions_line
 from esbench.analysis.es_family import (
@@ -52,6 +54,7 @@ from esbench.analysis.lm_retention import is_lm, lm_section
 from esbench.analysis.load import Results, _read_json, is_es, load_results, read_config, stopped_runs
 from esbench.analysis.metrics.coverage import iqm_coverage, simulated_coverage
 from esbench.analysis.metrics.intervals import mean_ci
+from esbench.analysis.plan_notice import plan_notice
 from esbench.analysis.population import claim_rows as population_claim_rows
 from esbench.analysis.population import claim_table as population_claims
 from esbench.analysis.population import plot_population, population_table, write_population_table
@@ -125,6 +128,7 @@ from esbench.tracking.schema import (
     CONFIG_FILE,
     ENV_FILE,
     METRICS_FILE,
+    PLAN_FILE,
     PROBES_FILE,
     SNAPSHOT_DRIFT_FILE,
     SNAPSHOTS_FILE,
@@ -1159,11 +1163,12 @@ def _behaviour_markdown(data: RetentionData, root: Path) -> str:
     )
 
 
-#: The files of a complete run every report ships in its data/runs/<run_id>/: a run directory the
+#: The files of a complete run every report ships in its data/runs/<run_id>/ (the plan it was made
+#: under, when it records one, among them): a run directory the
 #: results store reads back as complete. Copied into ``<results_dir>/<experiment>/``, they let a
 #: later sweep skip those runs and a report be rebuilt with more seeds or tasks, without the
 #: original results store (nothing here survives a lost machine but what is committed).
-RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE)
+RUN_FILES: tuple[str, ...] = (CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, ENV_FILE, PLAN_FILE)
 
 #: The files of a sequence run the retention analysis reads, shipped in the report's data/.
 RETENTION_RUN_FILES: tuple[str, ...] = (
@@ -1191,7 +1196,7 @@ def _retention_results(runs_dir: Path) -> Results:
     )
 
 
-def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
+def _render_retention(root: Path, results: Results, manifest: Manifest, notice: str) -> Path:
     """The ``retention`` report from its data: sequence runs and their single-stage references.
     Missing seeds are reported, never fatal."""
     runs = results.runs
@@ -1205,7 +1210,7 @@ def _render_retention(root: Path, results: Results, manifest: Manifest) -> Path:
         blocks, claims = lm_section(runs, root, rng)
         section.body[:0] = blocks
         section.claims = claims
-    text = [f"# Retention report: {manifest.name}\n"]
+    text = [f"# Retention report: {manifest.name}\n", notice]
     text.append(
         "Retention and forgetting over task sequences, ES family against RL, from "
         f"the runs under `{manifest.runs_dir}`. Bootstrap seed: {manifest.seed}.\n"
@@ -1320,6 +1325,7 @@ def build_report(
     allow_partial: bool = False,
     seed: int = 0,
     recipe_scale: str | None = None,
+    recipes_dir: Path | None = None,
 ) -> Path:
     """Write the data, tables, figures and ``REPORT.md`` of one target.
 
@@ -1339,6 +1345,8 @@ def build_report(
         recipe_scale: The ``esbench reproduce`` scale the runs were made at, when it made the
             report: the provenance names it beside the runs' budget preset where the two differ
             (the decisive retention scale runs the mini's budget preset at more seeds).
+        recipes_dir: Where the target's recipe is, whose claims are the plan in force
+            (:func:`current_plan`; the shipped recipes by default).
 
     Returns:
         Path of the written ``REPORT.md``.
@@ -1349,7 +1357,7 @@ def build_report(
         IncompleteResultsError: Missing runs or unequal seed counts, and not allow_partial.
     """
     if is_report_data(results_dir):
-        return _report_from_data(target, Path(results_dir), Path(out_dir))
+        return _report_from_data(target, Path(results_dir), Path(out_dir), recipes_dir)
     name, runs_dir, kind = resolve_target(target, results_dir)
     if kind == "retention":
         results = _retention_results(runs_dir)
@@ -1380,6 +1388,7 @@ def build_report(
         report_dirty=dirty,
         run_commits=_unique(i.get("git_commit") for i in results.env_info.values()),
         figure_versions=figure_versions(),
+        plan=current_plan(target, recipes_dir).record(),
     )
     calibration = CALIBRATION_FILE if kind == "scaling" and CALIBRATION_FILE.is_file() else None
     run_files = RETENTION_RUN_FILES if kind == "retention" else RUN_FILES
@@ -1394,11 +1403,11 @@ def build_report(
     return render_report(root)
 
 
-def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
+def _report_from_data(target: str, data_dir: Path, out_dir: Path, recipes_dir: Path | None = None) -> Path:
     """A report rendered from another report's ``data/`` (``results_dir=paper/table1/data``): the
     data are copied to ``out_dir/<name>/data/`` (unless they are already there), the manifest records
-    the commit rendering it now (:func:`~esbench.analysis.report_data.restamp_manifest`), then it is
-    rendered.
+    the commit rendering it now and the plan in force now
+    (:func:`~esbench.analysis.report_data.restamp_manifest`), then it is rendered.
 
     Raises:
         UnknownTargetError: ``target`` is neither the report's target nor its name.
@@ -1418,7 +1427,8 @@ def _report_from_data(target: str, data_dir: Path, out_dir: Path) -> Path:
             elif old.is_file():
                 old.unlink()
         shutil.copytree(data_dir, root / DATA_DIR)
-    restamp_manifest(root / DATA_DIR, commit, dirty, figure_versions())
+    plan = current_plan(manifest.target, recipes_dir).record()
+    restamp_manifest(root / DATA_DIR, commit, dirty, figure_versions(), plan)
     return render_report(root)
 
 
@@ -1435,9 +1445,35 @@ def render_report(root: str | Path) -> Path:
     """
     root = Path(root)
     results, manifest = read_report_data(root / DATA_DIR)
+    check = runs_plan_check(results, manifest)
+    notice = plan_notice(check, manifest.recipe_scale or ", ".join(manifest.scales) or None)
+    with plan_changed(check.changed):  # runs not made under the plan in force decide nothing
+        if manifest.kind == "retention":
+            return _render_retention(root, results, manifest, notice)
+        return _render_named(root, results, manifest, notice)
+
+
+def current_plan(target: str, recipes_dir: Path | None = None) -> Plan:
+    """The plan of the recipe behind ``target`` now (a named target is a recipe, under
+    ``recipes_dir``, the shipped recipes by default); the empty plan of no recipe for a results path."""
+    return plan_of_recipe(target, recipes_dir) if target in TARGETS else Plan("")
+
+
+def runs_plan_check(results: Results, manifest: Manifest) -> PlanCheck:
+    """The report's plan (its manifest's) against the plan each complete run records in its shipped
+    ``plan.json``: runs of data that ship no run files (or no plan file) record none."""
+    complete = results.runs[results.runs["complete"].astype(bool)]
+    shipped = PLAN_FILE in manifest.run_files
+    recorded = {}
+    for run_id, path in zip(complete["run_id"], complete["path"], strict=True):
+        file = Path(str(path)) / PLAN_FILE
+        recorded[str(run_id)] = _read_json(file) if shipped and file.is_file() else None
+    return check_plan(manifest.plan, recorded)
+
+
+def _render_named(root: Path, results: Results, manifest: Manifest, notice: str) -> Path:
+    """A named target's report (not retention) from its data; see :func:`render_report`."""
     kind, seed = manifest.kind, manifest.seed
-    if kind == "retention":
-        return _render_retention(root, results, manifest)
     by, make_section = _SECTIONS[kind]
     counts = check_seeds(results.runs, by, allow_partial=manifest.allow_partial)
     partial = partial_keys(counts, by)
@@ -1460,7 +1496,7 @@ def render_report(root: str | Path) -> Path:
     body += _curve_figures(results, root, rng, series=series)
     body.append("## Summary per condition\n\n" + _summary_table(results, root, rng, by, partial))
 
-    text = [f"# Reproduction report: {manifest.name}\n"]
+    text = [f"# Reproduction report: {manifest.name}\n", notice]
     text.append(
         "Salimans et al. (2017), *Evolution Strategies as a Scalable Alternative to Reinforcement Learning* "
         "(arXiv:1703.03864), reproduced with esbench from the runs under "

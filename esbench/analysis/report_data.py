@@ -15,7 +15,8 @@ prove the committed tables still follow from it. Layout::
       configs.json      each run's resolved config.yaml, by run id
       env.json          each complete run's env.json (versions, host, cores, git commit), by run id
       calibration.json  the scaling projection's measured costs (scaling reports, when measured)
-      runs/<run_id>/    each run's config.yaml, metrics.csv, summary.json and env.json: a complete run
+      runs/<run_id>/    each run's config.yaml, metrics.csv, summary.json, env.json and plan.json (the
+                        plan it was launched under, when it records one): a complete run
                         directory, to copy into a results store and extend the study; retention
                         reports add the files their analysis reads (the stage-boundary drift, ...).
                         Reports made before runs/ shipped have none (``run_files`` empty).
@@ -81,6 +82,10 @@ class Manifest:
             before runs shipped). The run table's ``path`` then names the copy.
         sha256: sha256 of each data file but this one, by path relative to ``data/``.
         format: :data:`FORMAT`.
+        plan: The plan of the report's recipe when the report was made or last rendered
+            (:meth:`esbench.analysis.claims.plan.Plan.record`: recipe, hash, each claims file's
+            sha256), compared with what each run records (``runs/<run_id>/plan.json``); None in
+            reports made before plans were recorded.
     """
 
     name: str
@@ -99,6 +104,7 @@ class Manifest:
     sha256: dict[str, str] = field(default_factory=dict)
     format: int = FORMAT
     recipe_scale: str | None = None
+    plan: dict[str, Any] | None = None
 
 
 def figure_versions() -> dict[str, str]:
@@ -227,20 +233,23 @@ def restamp_manifest(
     report_commit: str | None,
     report_dirty: bool | None,
     versions: dict[str, str],
+    plan: dict[str, Any] | None = None,
 ) -> Manifest:
     """Record in ``data_dir``'s manifest the code rendering the report now and what draws its figures.
 
     A report rendered again from its shipped data (``esbench report <name> results_dir=.../data``)
     is made by today's code, not by the code that first wrote the data: its tables can differ (a new
     column, a new estimator), so the commit it names must be the one that reproduces them, and
-    ``--check`` must compare figures against the versions that drew them now. The data files and
-    their sha256 are unchanged.
+    ``--check`` must compare figures against the versions that drew them now. So must the plan
+    (``plan``, the recipe's claims now): the report compares it with the plan its runs were made
+    under. The data files and their sha256 are unchanged.
     """
     manifest = replace(
         read_manifest(data_dir),
         report_commit=report_commit,
         report_dirty=report_dirty,
         figure_versions=dict(versions),
+        plan=plan,
     )
     atomic_write_text(Path(data_dir) / MANIFEST_FILE, _json_text(asdict(manifest)))
     return manifest

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from esbench.analysis import figures
 from esbench.analysis.claims.retention import RETENTION_CLAIMS
-from esbench.analysis.claims.verdicts import NOT_TESTABLE, UNDECIDED
+from esbench.analysis.claims.verdicts import NOT_DECIDED, NOT_TESTABLE, UNDECIDED
 from esbench.analysis.conditions import base_algo, condition_label
 from esbench.analysis.metrics.intervals import mean_ci
 from esbench.analysis.metrics.planning import PLANNING_POWER
@@ -106,13 +107,40 @@ def claim_cells(claims: pd.DataFrame, difference: str) -> dict[str, list[str]]:
     }
 
 
-def seeds_reading(seeds: float) -> str:
-    """An undecided claim's planning number in words
-    (:func:`~esbench.analysis.metrics.planning.seeds_to_decide`)."""
-    return (
-        f"a study of {int(seeds)} seeds per side decides it with {PLANNING_POWER:.0%} power "
-        "at this effect and spread"
+def seeds_reading(claim: Any) -> str:
+    """An undecided claim's plan in words, from its row of
+    :func:`~esbench.analysis.retention_matched.matched_gain_claims`: the seeds a study needs
+    (:func:`~esbench.analysis.metrics.planning.seeds_to_decide`), which way such a study would most
+    likely go, and the spread of both over resampled pilots
+    (:func:`~esbench.analysis.metrics.planning.study_outlook`)."""
+    text = (
+        f"a study of {int(claim.seeds_to_decide)} seeds per side decides it with {PLANNING_POWER:.0%} "
+        "power at this effect and spread"
     )
+    if np.isfinite(claim.supported_share):
+        text += (
+            f" ({claim.supported_share:.0%} of such studies would read supported, "
+            f"{claim.contradicted_share:.0%} contradicted; over resampled pilots "
+            f"{_seeds_span(claim.seeds_low, claim.seeds_high)} seeds, "
+            f"{claim.same_side:.0%} pointing the same way)"
+        )
+    return text
+
+
+def _seeds_span(low: float, high: float) -> str:
+    """``5-40``; ``5->1000``-style ends where no study up to the planner's limit decides."""
+
+    def end(v: float) -> str:
+        return str(int(v)) if np.isfinite(v) else "more than 1000"
+
+    return end(low) if low == high else f"{end(low)} to {end(high)}"
+
+
+def _outlook_cell(claim: Any) -> str:
+    """The "Larger study" cell of an undecided claim: the shares that would support and contradict it."""
+    if claim.verdict not in PLANNED or not np.isfinite(claim.supported_share):
+        return ""
+    return f"{claim.supported_share:.0%} supported, {claim.contradicted_share:.0%} contradicted"
 
 
 def no_learning_reading(gain: float, min_effect: float, measure: str = "gain") -> str:
@@ -123,9 +151,14 @@ def no_learning_reading(gain: float, min_effect: float, measure: str = "gain") -
     )
 
 
+#: The verdicts a plan for a larger study is shown for: undecided, or not decided because the plan
+#: changed after the runs (a new study is then what decides it).
+PLANNED: tuple[str, ...] = (UNDECIDED, NOT_DECIDED)
+
+
 def _seeds_cell(seeds: float, verdict: str) -> str:
     """The "Seeds to decide" cell: only for an undecided claim, "—" when no number of seeds would."""
-    if verdict != UNDECIDED:
+    if verdict not in PLANNED:
         return ""
     return str(int(seeds)) if np.isfinite(seeds) else "—"
 
@@ -235,6 +268,7 @@ def matched_gain_section(
                     _seeds_cell(v, r)
                     for v, r in zip(claims["seeds_to_decide"], claims["verdict"], strict=True)
                 ],
+                "Larger study": [_outlook_cell(r) for r in claims.itertuples()],
             }
         )
         written = write_table(
@@ -252,7 +286,8 @@ def matched_gain_section(
             "the minimum effect, twice the standard error of one evaluation of the stage's score (pooled "
             "over every run of the stage). Seeds to decide (undecided rows): seeds per side a new study "
             f"needs for its interval to exclude 0 with {PLANNING_POWER:.0%} power, if the difference and "
-            "each side's spread are as measured (a planning number for a fixed study, not a stopping rule).",
+            "each side's spread are as measured (a planning number for a fixed study, not a stopping rule); "
+            "Larger study: the shares of such studies that would support and contradict the claim.",
         )
         body.append(table_block(written, root))
         for r in claims.itertuples():
@@ -267,10 +302,10 @@ def matched_gain_section(
                 ours = (
                     f"{r.sequence} stage {r.stage_index}: {no_learning_reading(r.matched_gain, r.min_effect)}"
                 )
-            elif r.verdict == UNDECIDED and np.isfinite(r.seeds_to_decide):
-                ours += f"; {seeds_reading(r.seeds_to_decide)}"
+            elif r.verdict in PLANNED and np.isfinite(r.seeds_to_decide):
+                ours += f"; {seeds_reading(r)}"
             claim = RETENTION_CLAIMS[str(r.claim)]
-            claim_rows.append(f"| {r.sequence}: {claim.text} | {claim.source} | {ours} | {r.verdict} |")
+            claim_rows.append(f"| {r.sequence}: {claim.text} | {claim.cited} | {ours} | {r.verdict} |")
     stem = root / "figures" / "retention_gain_paths"
     written_fig = plot_gain_paths(paths, table, stem, rng)
     caption = (
@@ -322,5 +357,5 @@ def matched_gain_section(
                     f"{r.sequence}, stage {r.stage_index} during stage {r.during}: "
                     f"{condition_label(str(r.algo))} ({r.n_seeds} seeds): recovery {recovery} ({r.reading})"
                 )
-                claim_rows.append(f"| {r.sequence}: {claim.text} | {claim.source} | {ours} | {r.verdict} |")
+                claim_rows.append(f"| {r.sequence}: {claim.text} | {claim.cited} | {ours} | {r.verdict} |")
     return body, claim_rows

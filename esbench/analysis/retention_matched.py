@@ -72,7 +72,7 @@ from esbench.analysis.claims.retention import RETENTION_CLAIMS, drop_reading
 from esbench.analysis.claims.verdicts import decide, learned
 from esbench.analysis.conditions import AWD_SUFFIX, POP_SEP, base_algo
 from esbench.analysis.metrics.intervals import mean_ci
-from esbench.analysis.metrics.planning import seeds_to_decide
+from esbench.analysis.metrics.planning import StudyOutlook, study_outlook
 from esbench.analysis.retention import NONE
 from esbench.analysis.retention_measures import (
     GainPath,
@@ -118,6 +118,11 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "n_b",
     "verdict",
     "seeds_to_decide",
+    "supported_share",
+    "contradicted_share",
+    "seeds_low",
+    "seeds_high",
+    "same_side",
 )
 
 
@@ -244,6 +249,7 @@ def matched_gain_claims(
     family_of: Callable[[str], str | None],
     confidence: float = 0.95,
     per_pair: bool = False,
+    rng: np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """The pairwise claims at matched gain, per (sequence, later stage).
 
@@ -261,17 +267,26 @@ def matched_gain_claims(
       supported when above 0.
 
     Returns:
-        Columns :data:`CLAIM_COLUMNS` (no seeds-to-decide for a claim that is not testable).
+        Columns :data:`CLAIM_COLUMNS` (no seeds-to-decide for a claim that is not testable):
+        ``seeds_to_decide`` and the larger study's outlook
+        (:func:`~esbench.analysis.metrics.planning.study_outlook`, its pilots drawn from ``rng``, a
+        Generator seeded 0 by default): the shares of such studies that would support and
+        contradict the claim, and over resampled pilots the 10th-90th percentiles of the seeds
+        needed and the share that would most likely go the same way.
     """
+    rng = rng if rng is not None else np.random.default_rng(0)
     rows = []
     for (sequence, j), group in _by_stage(paths).items():
         by_algo, means, top, se = _conditions(group)
         for claim, a, b in _pairs(sorted(top), family_of):
+            stated = RETENTION_CLAIMS[claim]
             g_star = min(top[a], top[b]) if per_pair else min(top.values())
             at = {c: retention_at_matched_gain(by_algo[c], means[c], g_star) for c in (a, b)}
             d, low, high = welch_diff_ci(at[a], at[b], confidence)
-            testable = learned(g_star, se)
+            testable = learned(g_star, se, stated.minimum_effect_se)
             ya, yb = at[a][np.isfinite(at[a])], at[b][np.isfinite(at[b])]
+            outlook = study_outlook(ya, yb, rng, confidence) if testable else None
+            toward, away = _shares(outlook, stated.direction)
             rows.append(
                 {
                     "sequence": sequence,
@@ -281,7 +296,7 @@ def matched_gain_claims(
                     "a": a,
                     "b": b,
                     "matched_gain": g_star,
-                    "min_effect": 2.0 * se,
+                    "min_effect": stated.minimum_effect_se * se,
                     "retention_a": float(np.mean(ya)) if len(ya) else float("nan"),
                     "retention_b": float(np.mean(yb)) if len(yb) else float("nan"),
                     "difference": d,
@@ -289,11 +304,24 @@ def matched_gain_claims(
                     "high": high,
                     "n_a": len(ya),
                     "n_b": len(yb),
-                    "verdict": decide(low, high, RETENTION_CLAIMS[claim].direction, testable=testable),
-                    "seeds_to_decide": seeds_to_decide(ya, yb) if testable else float("nan"),
+                    "verdict": decide(low, high, stated.direction, stated.limit, testable=testable),
+                    "seeds_to_decide": outlook.seeds if outlook else float("nan"),
+                    "supported_share": toward,
+                    "contradicted_share": away,
+                    "seeds_low": outlook.seeds_low if outlook else float("nan"),
+                    "seeds_high": outlook.seeds_high if outlook else float("nan"),
+                    "same_side": outlook.same_side if outlook else float("nan"),
                 }
             )
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+
+
+def _shares(outlook: StudyOutlook | None, direction: str) -> tuple[float, float]:
+    """(supporting, contradicting) shares of a larger study's outlook, for a claim on ``direction``'s
+    side of 0; NaN without an outlook."""
+    if outlook is None:
+        return float("nan"), float("nan")
+    return (outlook.below, outlook.above) if direction == "below" else (outlook.above, outlook.below)
 
 
 def _pairs(conditions: Sequence[str], family_of: Callable[[str], str | None]) -> list[tuple[str, str, str]]:
@@ -376,9 +404,8 @@ def transient_summary(per_run: pd.DataFrame, keys: Sequence[str], rng: np.random
         testable = bool(group["learned"].all())
         (_, early_low, _), (_, late_low, _), (_, rec_low, rec_high) = (ci[c] for c in TRANSIENT_MEASURES)
         row["reading"] = drop_reading(early_low, late_low, rec_low, rec_high)
-        row["verdict"] = decide(
-            rec_low, rec_high, RETENTION_CLAIMS["drop_recovers"].direction, testable=testable
-        )
+        recovers = RETENTION_CLAIMS["drop_recovers"]
+        row["verdict"] = decide(rec_low, rec_high, recovers.direction, recovers.limit, testable=testable)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from esbench.analysis.claims.verdicts import CONTRADICTED, SUPPORTED, UNDECIDED
+from esbench.analysis.claims.verdicts import CONTRADICTED, SUPPORTED, UNDECIDED, in_force
 from esbench.analysis.curves import first_reach
 from esbench.analysis.metrics.intervals import N_RESAMPLES
 from esbench.analysis.metrics.planning import PLANNING_POWER
@@ -438,10 +438,15 @@ def ratio_interval(es: TimeToTarget, base: TimeToTarget | float) -> RatioInterva
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim's verdict and what would decide it (empty when decided)."""
+    """A claim's verdict and what would decide it (empty when decided); inside
+    :func:`~esbench.analysis.claims.verdicts.plan_changed` the word is "not decided" whatever it was
+    made with (:func:`~esbench.analysis.claims.verdicts.in_force`)."""
 
     word: str
     decide: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "word", in_force(self.word))
 
 
 def ratio_verdict(ri: RatioInterval, limit: float, inclusive: bool = False, es: TimeToTarget | None = None,

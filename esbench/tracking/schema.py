@@ -149,6 +149,9 @@ CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
 SUMMARY_FILE = "summary.json"
 ENV_FILE = "env.json"
+#: The plan a run was launched under (``esbench reproduce`` writes it:
+#: :meth:`~esbench.tracking.store.RunStore.record_plan`).
+PLAN_FILE = "plan.json"
 CHECKPOINT_FILE = "checkpoint.npz"
 SNAPSHOTS_FILE = "snapshots.npz"
 SNAPSHOT_DRIFT_FILE = "snapshot_drift.csv"

@@ -191,6 +191,22 @@ class RunStore:
             ) from None
         return summary
 
+    def plan_record(self) -> dict[str, Any] | None:
+        """The plan the run records it was launched under (``plan.json``), or None without one."""
+        path = self.path(schema.PLAN_FILE)
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def record_plan(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Record ``record`` (a plan's hash and files) as the plan this run was launched under, unless
+        it records one already: a run is made under one plan, so its first record is kept whatever
+        plan is in force later (the report compares the two). Written atomically, beside the summary;
+        it is no part of the run's config, identity or numbers. Returns the record the run keeps."""
+        kept = self.plan_record()
+        if kept is None:
+            atomic_write_json(self.path(schema.PLAN_FILE), record)
+            return record
+        return kept
+
     def save_checkpoint(self, obj: Any, types: Iterable[type]) -> None:
         """Replace the checkpoint atomically with ``obj``, a data-only state file.
 

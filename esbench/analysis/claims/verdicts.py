@@ -9,12 +9,20 @@ side of a limit: "below 0", "above 0", "below 10x". Its verdict, from the statis
 * **not testable: no learning** when the study did not learn what the claim is about (its primary
   measure's effect is not above the claim's minimum effect, :func:`learned`): the interval is then
   never read, whatever it says. A study must learn before it can decide;
-* **not tested** when the runs lack the conditions the claim compares.
+* **not tested** when the runs lack the conditions the claim compares;
+* **not decided: plan changed after the runs** when the runs were not made under the plan in force
+  (their recorded claims differ from the recipe's, or they record none,
+  :mod:`esbench.analysis.claims.plan`): a report rendered inside :func:`plan_changed` gives this
+  verdict to every claim, whatever its interval, because a rule chosen after the data were seen
+  decides nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Literal
 
 SUPPORTED = "supported"
@@ -22,9 +30,31 @@ CONTRADICTED = "contradicted"
 UNDECIDED = "undecided"
 NOT_TESTABLE = "not testable: no learning"
 NOT_TESTED = "not tested"
+NOT_DECIDED = "not decided: plan changed after the runs"
 
 #: Every verdict a claim takes, in the order a reader meets them.
-VERDICTS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED, NOT_TESTABLE, NOT_TESTED)
+VERDICTS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED, NOT_TESTABLE, NOT_TESTED, NOT_DECIDED)
+
+#: Whether the runs being decided were made under the plan in force (:func:`plan_changed`).
+_PLAN_IN_FORCE: ContextVar[bool] = ContextVar("plan_in_force", default=True)
+
+
+@contextlib.contextmanager
+def plan_changed(changed: bool = True) -> Iterator[None]:
+    """Within the block, every verdict is :data:`NOT_DECIDED` when ``changed`` (:func:`in_force`):
+    a report wraps its analysis in it when its runs were not made under its recipe's current plan."""
+    token = _PLAN_IN_FORCE.set(not changed)
+    try:
+        yield
+    finally:
+        _PLAN_IN_FORCE.reset(token)
+
+
+def in_force(verdict: str) -> str:
+    """``verdict``, or :data:`NOT_DECIDED` inside :func:`plan_changed`: every rule that gives a
+    verdict returns it through here."""
+    return verdict if _PLAN_IN_FORCE.get() else NOT_DECIDED
+
 
 #: The claim's side of its limit: the statistic is below it, or above it.
 Direction = Literal["below", "above"]
@@ -52,14 +82,16 @@ def decide(low: float, high: float, direction: Direction, limit: float = 0.0, te
         limit: The claim's bound.
         testable: Whether the study learned enough to decide (:func:`learned`); False gives
             :data:`NOT_TESTABLE` whatever the interval.
+
+    Inside :func:`plan_changed` the verdict is :data:`NOT_DECIDED`, whatever the interval.
     """
     if direction not in ("below", "above"):
         raise ValueError(f"direction must be 'below' or 'above', got {direction!r}")
     if not testable:
-        return NOT_TESTABLE
+        return in_force(NOT_TESTABLE)
     if not (math.isfinite(low) and math.isfinite(high)):
-        return UNDECIDED
+        return in_force(UNDECIDED)
     below, above = high < limit, low > limit
     if below or above:
-        return SUPPORTED if below == (direction == "below") else CONTRADICTED
-    return UNDECIDED
+        return in_force(SUPPORTED if below == (direction == "below") else CONTRADICTED)
+    return in_force(UNDECIDED)
