@@ -222,35 +222,22 @@ def time_to_score_coverage(
 
 
 def time_ratio_coverage(
-    n: int,
-    spread: float = 0.3,
-    censored: float = 0.0,
-    n_datasets: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    n_base: int | None = None,
+    n: int, spread: float = 0.3, censored: float = 0.0, n_datasets: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
-    """Coverage of :func:`~esbench.analysis.metrics.censored.time_ratio`'s interval of a ratio of two
-    median times, each side drawn as :func:`time_to_score_coverage` draws one (lognormal times,
-    log-sd ``spread``, a common budget that a share ``censored`` of runs run past). The numerator's
-    true median is 1 and the denominator's 1/2 (true ratio 2), each censored at its own budget.
-
-    Args:
-        n: Runs of the numerator per data set (``n_base``: of the denominator, default ``n``).
-        spread, censored, n_datasets, seed, confidence: As :func:`time_to_score_coverage`.
+    """Coverage of :func:`~esbench.analysis.metrics.censored.time_ratio`'s 95% interval of a ratio
+    of two median times, ``n`` runs a side, each side drawn as :func:`time_to_score_coverage` draws
+    one (lognormal times, log-sd ``spread``, a common budget that a share ``censored`` of runs run
+    past). The numerator's true median is 1 and the denominator's 1/2 (true ratio 2), each censored
+    at its own budget.
 
     Returns:
         ``(coverage, low_miss, high_miss)`` around the true ratio 2.
     """
     rng = np.random.default_rng(seed)
-    budget = censoring_budget(spread, censored)
-    times, reached = _censored_times(rng, n_datasets, n, spread, budget)
-    base, base_reached = _censored_times(rng, n_datasets, n if n_base is None else n_base, spread, budget)
-    ends = [
-        time_ratio(t, r, 0.5 * b, br, confidence)[1:]
-        for t, r, b, br in zip(times, reached, base, base_reached, strict=True)
-    ]
-    return _misses(np.array(ends), 2.0)
+    cut = censoring_budget(spread, censored)
+    (top, top_hit), (bottom, bottom_hit) = (_censored_times(rng, n_datasets, n, spread, cut) for _ in "ab")
+    pairs = zip(top, top_hit, 0.5 * bottom, bottom_hit, strict=True)
+    return _misses(np.array([time_ratio(*pair)[1:] for pair in pairs]), 2.0)
 
 
 def true_restricted_mean(spread: float, limit: float) -> float:
