@@ -227,10 +227,10 @@ def ratio_entry(es_t: float, rl_t: float, es_last: float) -> tuple[float, float,
 
     Returns:
         (ratio, bound, censored, text). A censored cell has ratio NaN, bound es_last / rl_t and
-        text ``"> bound"``; a cell TRPO never reached has text ``"n/a"``.
+        text ``"> bound"``; a cell whose TRPO median is unbounded has text ``"n/a (...)"``.
     """
     if not np.isfinite(rl_t) or rl_t <= 0:
-        return float("nan"), float("nan"), False, "n/a"
+        return float("nan"), float("nan"), False, "n/a (TRPO's median run never reached it)"
     if not np.isfinite(es_t):
         bound = es_last / rl_t
         return float("nan"), bound, True, f"> {fmt_num(bound, 2)}"
@@ -756,7 +756,9 @@ def _paper_trpo_cell(r: Any) -> str:
 
 def _our_trpo_cell(r: Any) -> str:
     """Our ES over our TRPO, with its interval over both sides' seeds (a table1 row)."""
-    if not np.isnan(r.ratio_low):
+    if not np.isfinite(r.rl_timesteps):
+        text = r.ratio_text
+    elif not np.isnan(r.ratio_low):
         text = _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
     else:
         text = r.ratio_text

@@ -62,8 +62,8 @@ class TimeToTarget:
         point: The median (+inf: fewer than half the runs are known to have reached it).
         low, high: Its interval at ``confidence`` (``high`` +inf: unbounded by the data; NaN with
             fewer than 2 runs).
-        last: The longest budget of a run that never reached the target (the longest run when
-            every run did): an unbounded end reads "> last".
+        last: The longest follow-up, the latest time of any run (a censored run's budget, or a
+            reached run's time): an unbounded end reads "> last".
         n_seeds: Runs (seeds) in the condition.
         times: Each run's first confirmed time at the target, or its budget.
         arrived: Whether each run reached the target (False: censored at its budget).
@@ -170,7 +170,7 @@ def time_to_target(
     point, low, high = time_to_score(times, arrived, confidence)
     if times.size < 2:
         low = high = nan
-    last = float(times[~arrived].max()) if (~arrived).any() else float(times.max())
+    last = float(times.max())  # the longest follow-up: an unbounded end is past every run
     below = sum(1 for r, (_, a) in runs.items() if not a and r in (stopped or set()))
     return TimeToTarget(
         point,
@@ -192,7 +192,7 @@ class RatioInterval:
     Attributes:
         point: ES's median time / the baseline's (+inf: ES's median is unbounded).
         low, high: The interval (+inf high: unbounded; NaN: no interval).
-        last: ES's longest censored budget over the baseline's time: "> last" reads "not reached by L".
+        last: ES's longest follow-up over the baseline's time: "> last" reads "not reached by L".
         n_es, n_base: Seeds on each side (``n_base`` 0 for a published constant).
     """
 
