@@ -124,7 +124,10 @@ class Recipe:
         if spec.get("paper_targets"):
             targets = spec["paper_targets"]
             entries = paper_target_entries(
-                entries, float(targets["es_budget_factor"]), str(targets.get("of", "es_timesteps"))
+                entries,
+                float(targets["es_budget_factor"]),
+                str(targets.get("of", "es_timesteps")),
+                bool(targets.get("rl_stops", False)),
             )
         for entry in entries:
             axes = dict(entry)
@@ -157,14 +160,16 @@ class Recipe:
 
 
 def paper_target_entries(
-    entries: list[dict[str, Any]], factor: float, of: str = "es_timesteps"
+    entries: list[dict[str, Any]], factor: float, of: str = "es_timesteps", rl_stops: bool = False
 ) -> list[dict[str, Any]]:
     """Split each sweep entry's ES algorithms into one entry per environment whose budget reaches
     the paper's numbers: ``factor`` x the paper's timesteps to its 100% target (``of``:
     ``es_timesteps``, what the paper's ES needed, or ``trpo_timesteps``, what its TRPO needed),
     stopping at that target (the paper's TRPO score at 100% of its progress;
     ``budget.stop_at_return``), both read from ``results/reference/salimans2017_mujoco_table3.csv``.
-    RL algorithms keep the scale's budget. Environments the paper did not run keep it too."""
+    RL algorithms keep the scale's budget; with ``rl_stops`` they stop at the same target, confirmed
+    the same way (``paper_targets.rl_stops``: a TRPO of ours on the ES's ruler). Environments the
+    paper did not run keep the scale's budget."""
     if of not in ("es_timesteps", "trpo_timesteps"):
         raise RecipeError(f"paper_targets.of={of!r}; allowed: es_timesteps, trpo_timesteps")
     load_components()  # which algorithms are ES is the registry's answer: fill it first
@@ -180,8 +185,16 @@ def paper_target_entries(
         rest = [a for a in algos if a not in es]
         envs = entry.get("env")
         env_list = envs if isinstance(envs, list) else [envs]
-        if rest:
+        if rest and not rl_stops:
             out.append({**entry, "algo": rest})
+        for env in env_list if rest and rl_stops else []:
+            env_id = _env_id(str(env))
+            stop = (
+                {"budget.stop_at_return": float(full.loc[env_id, "trpo_score"])}
+                if env_id in full.index
+                else {}
+            )
+            out.append({**entry, "algo": rest, "env": env, **stop})
         for env in env_list if es else []:
             env_id = _env_id(str(env))
             if env_id not in full.index:

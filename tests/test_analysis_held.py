@@ -77,30 +77,31 @@ def test_time_to_target_is_the_first_confirmed_point() -> None:
     """Both seeds evaluated 110 >= 100 at t=100, but seed a's confirmation there gave 90 (it trained
     on) and it stopped at t=200 when 105 was confirmed by 101. Seed b: (0, 110, 120), confirmed at
     100 (stopped there). Reach scores: a (0, 90, 101), b (0, 100). Each run's time is its first
-    confirmed point, 200 and 100 (read per run: the runs stopped at this score), mean 150, not
-    100 as the unconfirmed evaluations would say."""
+    confirmed point, 200 and 100, not 100 and 100 as the unconfirmed evaluations would say; their
+    Kaplan-Meier median is 100 (half the runs got there by then)."""
     curves = frame({
         "a": (0, [0, 100, 200], [0.0, 110.0, 105.0], [NAN, 90.0, 101.0]),
         "b": (1, [0, 100], [0.0, 110.0], [NAN, 100.0]),
     })  # fmt: skip
     tt = time_to_target(curves, 100.0, stopped={"a", "b"})
-    assert tt.per_run and tt.point == 150.0 and tt.stopped_below == 0
+    assert tt.times == (200.0, 100.0) and tt.arrived == (True, True) and tt.stopped_below == 0
+    assert (tt.point, tt.low, tt.high) == (100.0, 100.0, 200.0)
     unconfirmed = time_to_target(curves.drop(columns="confirm_return_mean"), 100.0, stopped={"a", "b"})
-    assert unconfirmed.point == 100.0  # what the same runs would say without their confirmations
+    assert unconfirmed.times == (100.0, 100.0)  # what the same runs would say without their confirmations
 
 
-def test_a_stopped_run_is_held_at_the_target_not_at_its_score() -> None:
+def test_a_stopped_run_reached_the_target_at_its_stop_and_the_other_is_censored() -> None:
     """Seed a stopped at t=100 with 150 (confirmed); seed b: (0, 40, 70, 95) on (0, 100, 200, 300).
-    For the target 100, a counts past its stop as "at or above 100" (held at 100): means (0, 95,
-    85, 97.5), never 100: not reached, censored at 300. Held at its measured 150 the mean would
-    have read 110 at t=200, a time made of a value no evaluation measured there."""
+    For the target 100, a reached it at 100 (nothing is held past its stop: no mean curve is read)
+    and b never did: censored at its budget, 300. The Kaplan-Meier median is 100, its interval
+    [100, inf): one run of two bounds nothing above."""
     curves = frame({
         "a": (0, [0, 100], [0.0, 150.0], [NAN, 150.0]),
         "b": (1, [0, 100, 200, 300], [0.0, 40.0, 70.0, 95.0], None),
     })  # fmt: skip
     tt = time_to_target(curves, 100.0, stopped={"a"})
-    assert np.isposinf(tt.point) and tt.last == 300.0 and tt.n_seeds == 2
-    assert tt.last_value == 97.5
+    assert tt.times == (100.0, 300.0) and tt.arrived == (True, False)
+    assert (tt.point, tt.low, tt.high, tt.last, tt.n_seeds) == (100.0, 100.0, np.inf, 300.0, 2)
     # For a target above its stopping score, the stopped run is censored at its stop.
     assert time_to_target(curves, 200.0, stopped={"a"}).stopped_below == 1
 
@@ -108,7 +109,8 @@ def test_a_stopped_run_is_held_at_the_target_not_at_its_score() -> None:
 def test_time_to_a_common_score_counts_each_seed_at_its_first_confirmed_point() -> None:
     """TRPO's best mean is 100 (the common score). ES seed a evaluated 120 at t=100 but its
     confirmation gave 80, then 100 was confirmed at t=300; seed b reached 100 at t=200 (no
-    confirmation: no target). Per-seed times (300, 200): median 250, not (100, 200) -> 150."""
+    confirmation: no target). Per-seed times (300, 200): Kaplan-Meier median 200 (half the seeds
+    there), with interval [200, 300]; unconfirmed, (100, 200) would give 100."""
     trpo = frame(
         {f"t{s}": (s, [0, 100, 200, 300], [0.0, 40.0, 80.0, 100.0], None) for s in (0, 1)}, algo="trpo"
     )
@@ -118,7 +120,8 @@ def test_time_to_a_common_score_counts_each_seed_at_its_first_confirmed_point() 
     })  # fmt: skip
     table = time_to_common_score(pd.concat([trpo, es]), stopped={"a"}).set_index("algo")
     row = table.loc["openai_es"]
-    assert row["target"] == 100.0 and row["n_reached"] == 2 and row["timesteps"] == 250.0
+    assert row["target"] == 100.0 and row["n_reached"] == 2 and row["timesteps"] == 200.0
+    assert (row["timesteps_low"], row["timesteps_high"]) == (200.0, 300.0)
 
 
 def test_a_report_scores_a_stopped_run_by_its_confirmation_and_marks_its_stop(tmp_path: Path) -> None:

@@ -170,14 +170,10 @@ def test_frameskip_scaling_and_path_targets(tmp_path) -> None:
 def test_stopped_es_runs_count_as_reached_in_every_table_and_claim(tmp_path) -> None:
     """Three ES seeds that stopped at their target (budget.stop_at_return) at t = 500, 750 and 250
     (scores 100, 110, 105), against two full TRPO runs on Swimmer (targets 25/50/75/100 at TRPO
-    timesteps 250/500/750/1000). Seed 2 jumps from 0 to its stop at 250, so at every target some
-    run's stop is its first point at or above it, and each time is read per run (marked ‡): the
-    mean of the seeds' first points at or above it, (250, 250, 250), (250, 500, 250), (500, 500,
-    250) and (500, 750, 250) -> 250, 333.3, 416.7, 500, with the Student-t interval (half-width
-    4.303 sd / sqrt(3)): at 100, sd 250, [0 (a time is never negative), 1121.1]. Were the stops to
-    bound the common span, it would end at t=250 (seed 2's stop) and every cell past it would read
-    "> 250"; were the held runs averaged as a mean curve, the 100 target's interval could never
-    close above."""
+    timesteps 250/500/750/1000). Each run's first confirmed time at the targets: (250, 250, 250),
+    (250, 500, 250), (500, 500, 250) and (500, 750, 250), so the Kaplan-Meier medians are 250, 250,
+    500, 500, with the interval first to last run at 3 seeds ([250, 750] at 100). Nothing is held
+    past a stop and no estimator switches: the same reading as for runs that never stop."""
     for seed in (0, 1):
         write_run(tmp_path, "table1", "trpo", "Swimmer-v5", seed, T, 0.1 * T)
     stops = {0: ([0, 250, 500], [0.0, 50.0, 100.0]), 1: ([0, 250, 500, 750], [0.0, 40.0, 80.0, 110.0]),
@@ -189,20 +185,23 @@ def test_stopped_es_runs_count_as_reached_in_every_table_and_claim(tmp_path) -> 
     import pandas as pd
 
     table = pd.read_csv(tables / "table1.csv").set_index("progress_fraction")
-    assert table["es_timesteps"].tolist() == pytest.approx([250.0, 1000 / 3, 1250 / 3, 500.0])
-    assert table["per_run"].all() and not table["censored"].any()
-    assert table["es_last_timesteps"].eq(750.0).all()
-    assert (table.loc[1.0, "es_low"], table.loc[1.0, "ratio"]) == (0.0, 0.5)
-    assert table.loc[1.0, "es_high"] == pytest.approx(500 + 4.303 * 250 / 3**0.5, abs=0.1)
-    # Claim B (<= 1/3 on some simple task): 0.5 with an interval past 1 straddles it.
+    assert table["es_timesteps"].tolist() == [250.0, 250.0, 500.0, 500.0]
+    assert not table["censored"].any() and table.loc[1.0, "es_last_timesteps"] == 750.0
+    assert (table.loc[1.0, "es_low"], table.loc[1.0, "es_high"], table.loc[1.0, "ratio"]) == (
+        250.0,
+        750.0,
+        0.5,
+    )
+    # Over our TRPO (2 runs, both at 1000): each side at sqrt(0.95) -> [250 / 1000, 750 / 1000].
+    assert (table.loc[1.0, "ratio_low"], table.loc[1.0, "ratio_high"]) == (0.25, 0.75)
+    # Claim B (<= 1/3 on some simple task): [0.25, 0.75] straddles it.
     assert table.loc[1.0, "claim"] == "B" and table.loc[1.0, "verdict"] == "undecided"
     md = (tables / "table1.md").read_text()
-    assert "500 [0, 1121] ‡" in md and "> 250" not in md and "‡: the score the runs stop at" in md
+    assert "500 [250, 750]" in md and "‡" not in md
     text = report.read_text()
     claim = next(line for line in text.splitlines() if line.startswith("| B (Sec. 4.1)"))
-    assert "over our TRPO: Swimmer: 0.5 [0, " in claim and "(n=3 ES, 2 TRPO)" in claim
-    assert "vs our TRPO: **undecided**: Swimmer: the interval straddles 0.333x" in claim
-    assert "no study size is planned (3 runs stopped at the target" in claim
+    assert "over our TRPO: Swimmer: 0.5 [0.25, 0.75]" in claim and "(n=3 ES, 2 TRPO)" in claim
+    assert "vs our TRPO: **undecided**: Holm over 4 tasks; Swimmer: no interval on the claim's side" in claim
     # Time to the common score (100: TRPO's best mean): seeds reach it at 500, 750, 250 -> median 500.
     tts = pd.read_csv(tables / "time_to_score.csv").set_index("algo")
     assert tts.loc["openai_es", "target"] == 100.0 and tts.loc["openai_es", "timesteps"] == 500.0
@@ -211,8 +210,8 @@ def test_stopped_es_runs_count_as_reached_in_every_table_and_claim(tmp_path) -> 
     # seeds' stopping scores censored at a stop, said so.
     paper = pd.read_csv(tables / "table1_paper.csv").set_index("progress_fraction")
     assert np.isfinite(paper.loc[0.25, "es_timesteps"]) and np.isposinf(paper.loc[1.0, "es_timesteps"])
-    assert paper.loc[1.0, "stopped_below"] == 3 and paper.loc[1.0, "es_last_timesteps"] == 250.0
-    assert "censored at its stop for that target" in (tables / "table1_paper.md").read_text()
+    assert paper.loc[1.0, "stopped_below"] == 3 and paper.loc[1.0, "es_last_timesteps"] == 750.0
+    assert paper.loc[1.0, "n_reached_es"] == 0
     assert "| Stopped at target |" in (tables / "summary.md").read_text()
 
 

@@ -1,17 +1,15 @@
-"""Time to a common score on synthetic runs with known answers (timesteps, seconds, censoring,
-the median's order-statistic interval and its exact coverage, algorithms that did not improve)."""
+"""Time to a common score on synthetic runs with known answers (timesteps, seconds, runs censored
+at their budget, the Kaplan-Meier median's interval and its exact coverage, the share reached,
+algorithms that did not improve)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from esbench.analysis.figures import algo_label
 from esbench.analysis.load import load_results, stopped_runs
-from esbench.analysis.metrics.coverage import median_coverage
-from esbench.analysis.metrics.intervals import median_interval, median_interval_coverage
 from esbench.analysis.time_to_score import display_time_to_score, time_to_common_score, write_time_to_score
 from tests.synthetic_store import write_run
 
@@ -32,9 +30,10 @@ def _write(root: Path) -> None:
 
 
 def test_time_to_common_score_known_answers(tmp_path: Path) -> None:
-    """Medians and their intervals, by hand. ES's per-seed times are (200, 300, inf): at 3 seeds the
-    interval is [min, max] = [200, inf], which ends unreached: "> 400" (the budget); its exact
-    coverage is 75%. TRPO's two seeds are identical (400, 400)."""
+    """Medians and their intervals, by hand. ES's per-seed times are 200, 300 and one run censored at
+    its budget, 400: the Kaplan-Meier S(t) is 2/3 from 200 and 1/3 from 300, so the median is 300;
+    at 3 seeds the interval is first to last run, [200, inf) (the censored run's time is above
+    400): "> 400"; its exact coverage is 75%. TRPO's two seeds are identical (400, 400)."""
     _write(tmp_path)
     table = time_to_common_score(load_results(tmp_path / "curves").curves)
     assert table["env_id"].tolist() == ["Hopper-v5", "Hopper-v5"]
@@ -53,25 +52,9 @@ def test_time_to_common_score_known_answers(tmp_path: Path) -> None:
     assert shown.loc["ES (OpenAI)", "Timesteps, median [CI]"] == "300 [200, > 400]"
     assert shown.loc["ES (OpenAI)", "Wall-clock s, median [CI]"] == "600 [400, > 800]"
     assert shown.loc["TRPO", "Timesteps, median [CI]"] == "400 [400, 400]"
-
-
-def test_median_interval_by_hand() -> None:
-    """[x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(Binomial(n, 1/2) <= k - 1);
-    k is the largest that keeps 95%, or 1 (the widest) when none does."""
-    assert median_interval(np.array([3.0, 1.0, np.inf])) == (1.0, np.inf, 0.75)
-    assert median_interval(np.arange(5.0)) == (0.0, 4.0, 1 - 2 / 32)  # 93.75%: below 95%, said so
-    assert median_interval(np.arange(6.0)) == (0.0, 5.0, 1 - 2 / 64)
-    # 10 seeds: k = 2 keeps 1 - 2 * 11/1024 = 97.9%; k = 3 would be 1 - 2 * 56/1024 = 89.1%.
-    assert median_interval(np.arange(10.0)) == (1.0, 8.0, 1 - 22 / 1024)
-    assert all(np.isnan(median_interval(np.array([1.0]))))
-
-
-@pytest.mark.parametrize("n", [3, 5, 10])
-def test_median_interval_keeps_its_stated_coverage(n: int) -> None:
-    """Simulated on 2,000 skewed data sets, the interval covers the true median as often as the
-    coverage it states (binomial standard error at 2,000 sets: under 1%; allowed: 2.5%)."""
-    stated = median_interval_coverage(n)
-    assert median_coverage(n) == pytest.approx(stated, abs=0.025)
+    # The share reached within the budget beside a cell with a censored run (Clopper-Pearson).
+    assert shown.loc["ES (OpenAI)", "Seeds reached [95% CI of the share]"] == "2/3 [0.094, 0.99]"
+    assert shown.loc["TRPO", "Seeds reached [95% CI of the share]"] == "2/2"
 
 
 def test_the_table_notes_give_the_exact_coverage(tmp_path: Path) -> None:
@@ -95,7 +78,7 @@ def test_median_seed_missing_the_target_is_censored_at_the_budget(tmp_path: Path
     assert (es["timesteps_low"], es["timesteps_high"]) == (100.0, np.inf)  # P(median = 100) = 7/27
     shown = display_time_to_score(table.reset_index()).set_index("Algorithm")
     assert shown.loc["ES (OpenAI)", "Timesteps, median [CI]"] == "> 400 [100, > 400]"
-    assert shown.loc["ES (OpenAI)", "Seeds reached"] == "1/3"
+    assert shown.loc["ES (OpenAI)", "Seeds reached [95% CI of the share]"] == "1/3 [0.0084, 0.91]"
     paths = write_time_to_score(table.reset_index(), tmp_path / "out")
     assert {p.suffix for p in paths.values()} == {".csv", ".md", ".tex"}
     assert "> 400" in paths["md"].read_text()
@@ -131,4 +114,5 @@ def test_a_stopped_run_counts_as_reached_at_its_stop(tmp_path: Path) -> None:
     # ES mean with seed 0 held at 60: (0, 15, 40, 45, 55); best 55 > TRPO's 40 -> 40.
     es = table.loc["openai_es"]
     assert es["target"] == 40.0 and es["n_reached"] == 2
-    assert es["timesteps"] == 300.0  # median of (200, 400)
+    # The Kaplan-Meier median of (200, 400): the first time half the runs got there.
+    assert es["timesteps"] == 200.0

@@ -1,6 +1,6 @@
-"""Verdicts from intervals over seeds, and Table 1 against the paper's own TRPO curve, on synthetic
-curves with hand-computed answers (a case for each verdict, censored cells included), and the
-measured coverage of the time-to-target and ratio intervals."""
+"""Times to a target as censored data and the verdicts drawn from them, on synthetic runs with
+hand-computed answers (a case for each verdict, censored runs included), and Table 1 against the
+paper's own TRPO curve."""
 
 from __future__ import annotations
 
@@ -10,29 +10,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from esbench.analysis.coverage import ratio_coverage, stopping_time_coverage
 from esbench.analysis.load import load_results
+from esbench.analysis.metrics import time_to_score
+from esbench.analysis.metrics.censored import time_ratio, time_ratio_level
 from esbench.analysis.report import build_report
 from esbench.analysis.table1 import load_mujoco_reference, table1_paper
 from esbench.analysis.verdicts import (
     CONTRADICTED,
-    SIDE_CONFIDENCE,
     SUPPORTED,
     UNDECIDED,
-    RatioInterval,
     TimeToTarget,
     Verdict,
     combine,
     combine_any,
     interval_verdict,
     ratio_interval,
+    ratio_interval_at,
     ratio_verdict,
-    reach_curves,
     reproduce_verdict,
-    seeds_to_decide_time,
-    stopping_time_interval,
-    time_interval,
-    time_intervals,
     time_to_target,
 )
 from tests.synthetic_store import write_run
@@ -50,232 +45,107 @@ def curves(*runs: list[float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_time_to_target_of_identical_seeds_is_exact() -> None:
-    tt = time_to_target(curves([0, 5, 10, 20, 30], [0, 5, 10, 20, 30]), 10.0, np.random.default_rng(0))
-    assert (tt.point, tt.low, tt.high, tt.last, tt.n_seeds) == (200.0, 200.0, 200.0, 400.0, 2)
+def test_a_censored_run_counts_as_censored_not_dropped_nor_a_switch_of_estimator() -> None:
+    """Five runs; four reach 10 at 100, 200, 300, 400 and one never does (censored at its budget,
+    400). The Kaplan-Meier S(t) steps 4/5, 3/5, 2/5 at 100, 200, 300: the median is 300, not "> 400"
+    (one run short of the score does not make the cell unbounded) and not the median of the four
+    that got there (250: dropping the censored run). The interval at 5 runs is first to last run,
+    the censored one at +inf above."""
+    tt = time_to_target(
+        curves([0, 10, 10, 10, 10], [0, 0, 10, 10, 10], [0, 0, 0, 10, 10], [0, 0, 0, 0, 10], [0, 0, 0, 0, 0]),
+        10.0,
+    )
+    assert (tt.point, tt.low, tt.high) == (300.0, 100.0, np.inf)
+    assert tt.n_reached == 4 and tt.censored and tt.last == 400.0
+    assert tt.cell_text() == "300 [100, > 400]; reached 4/5 [0.28, 0.99]"
+    # The same estimator where every run got there: no share beside it.
+    every = time_to_target(curves([0, 10, 10, 10, 10], [0, 0, 10, 10, 10], [0, 0, 0, 10, 10]), 10.0)
+    assert (every.point, every.low, every.high) == (
+        200.0,
+        100.0,
+        300.0,
+    ) and every.cell_text() == "200 [100, 300]"
 
 
-def test_time_to_target_interval_inverts_the_t_band_by_hand() -> None:
-    """Seeds (0, 10, 10, 10, 10) and (0, 2, 4, 12, 12) at T, target 10. The mean curve is
-    (0, 6, 7, 11, 11): point 300. Half-width of the 95% t band, t(0.975, 1) = 12.706 times the
-    standard error |a - b| / 2: at 100 it is 50.8 (upper edge 56.8 >= 10: low = 100); at 300 and
-    400 it is 12.7 (lower edge 11 - 12.7 < 10): the lower edge never reaches 10, high = +inf."""
-    tt = time_to_target(curves([0, 10, 10, 10, 10], [0, 2, 4, 12, 12]), 10.0)
-    assert tt.point == 300.0 and tt.low == 100.0 and np.isposinf(tt.high)
-    assert tt.text() == "300 [100, > 400]"
-    # A bootstrap could only ever say [100, 300] here: resamples stay within the two seeds.
-    three = time_to_target(curves([0, 9, 11, 13, 15], [0, 10, 12, 14, 16], [0, 11, 13, 15, 17]), 10.0)
-    # t = 200: mean 12, sd 1, half = 4.303 / sqrt(3) = 2.484 -> lower edge 9.52 < 10; t = 300:
-    # lower edge 11.5 >= 10. t = 100: mean 10 reached; upper edge at 0 is 0 < 10.
-    assert (three.point, three.low, three.high) == (100.0, 100.0, 300.0)
+def test_a_run_stopped_at_the_target_gives_its_first_confirmed_time() -> None:
+    """A run that stopped at 200 having confirmed 10 there gives 200; one whose confirmation fell
+    short at 100 (9 < 10) counts from its next confirmed point, 200, not from its evaluation."""
+    rows = curves([0, 10, 10], [0, 11, 12, 12])
+    rows["confirm_return_mean"] = np.nan
+    rows.loc[(rows["run_id"] == "r1") & (rows["timesteps"] == 100), "confirm_return_mean"] = 9.0
+    tt = time_to_target(rows, 10.0, stopped={"r0"})
+    assert tt.times == (100.0, 200.0) and tt.arrived == (True, True)
 
 
-def test_ratio_interval_by_hand() -> None:
-    es = tt(300, 100, 500)
-    assert ratio_interval(es, 100.0) == RatioInterval(3.0, 1.0, 5.0, 10.0, 1.0, 3, 0)  # a constant
-    both = ratio_interval(es, tt(100, 50, 200, n=4))  # ours: ES low / base high, ES high / base low
-    assert (both.point, both.low, both.high, both.n_base) == (3.0, 0.5, 10.0, 4)
-    censored = ratio_interval(tt(np.inf, 400, np.inf), 100.0)
-    assert np.isposinf(censored.point) and censored.low == 4.0 and np.isposinf(censored.high)
-    assert censored.text() == "> 10 [4, > 10]"
-    never = ratio_interval(tt(np.inf, np.inf, np.inf, last=800), tt(100, 50, 200))
-    assert np.isposinf(never.low) and never.lower_bound == 4.0  # ES's last 800 / base's high 200
-    assert pytest.approx(0.95**0.5) == SIDE_CONFIDENCE
+def test_ratio_over_a_constant_is_the_time_over_it() -> None:
+    tt = time_to_target(curves([0, 10, 10, 10, 10], [0, 0, 10, 10, 10], [0, 0, 0, 10, 10]), 10.0)
+    ri = ratio_interval(tt, 20.0)
+    assert (ri.point, ri.low, ri.high) == (10.0, 5.0, 15.0)
+    assert ratio_interval_at(tt, 20.0, 0.5) == (5.0, 15.0, 0.75)  # 3 runs: at most 75%
 
 
-def test_unreached_target_is_censored_at_the_last_common_timestep() -> None:
-    tt = time_to_target(curves([0, 1, 2, 3, 4], [0, 1, 2, 3, 4]), 10.0, np.random.default_rng(0))
-    assert np.isposinf(tt.point) and np.isposinf(tt.low) and tt.last == 400.0
-    assert tt.slope == pytest.approx(0.01)
-    assert tt.text() == "> 400 [> 400, > 400]"
+def test_ratio_over_our_baseline_carries_both_sides() -> None:
+    """Our baseline's runs reach at 100 and 200: its side's interval is [100, 200], so the ratio runs
+    from ES low / 200 to ES high / 100; its coverage at 3 and 2 runs is exact by ranks."""
+    es = time_to_target(curves([0, 10, 10, 10, 10], [0, 0, 10, 10, 10], [0, 0, 0, 10, 10]), 10.0)
+    base = time_to_target(curves([0, 10, 10], [0, 0, 10]), 10.0)
+    ri = ratio_interval(es, base)
+    assert (ri.low, ri.high) == (100.0 / 200.0, 300.0 / 100.0)
+    assert (
+        ri.point
+        == time_ratio(np.array(es.times), np.array(es.arrived), np.array(base.times), np.array(base.arrived))[
+            0
+        ]
+    )
+    # P(ES's max over its median below the baseline's min over its): 1 / C(5, 3) = 0.1 each side.
+    assert ratio_interval_at(es, base, 0.95)[2] == pytest.approx(time_ratio_level(3, 2)) == pytest.approx(0.8)
 
 
-def test_a_run_stopped_at_the_target_is_carried_forward_not_censored() -> None:
-    c = curves([0, 5, 12], [0, 4, 8, 10, 13])  # seed 0 stopped at t=200 with 12 >= 10
-    open_ended = time_to_target(c, 10.0, np.random.default_rng(0))
-    stopped = time_to_target(c, 10.0, np.random.default_rng(0), stopped={"r0"})
-    assert open_ended.last == 200.0  # seed 0 ends there: the common span stops
-    assert stopped.last == 400.0  # seed 0 is carried forward: the span runs to seed 1's end
-    assert stopped.per_run and stopped.point == 250.0  # first at the target: 200 and 300
-
-
-def tt(point: float, low: float, high: float, last: float = 1000.0, n: int = 3) -> TimeToTarget:
-    return TimeToTarget(point, low, high, last, n, slope=0.01, last_value=5.0)
+def _tt(times: list[float], arrived: list[bool]) -> TimeToTarget:
+    t, a = np.array(times), np.array(arrived)
+    point, low, high = time_to_score(t, a)
+    last = float(t[~a].max()) if (~a).any() else float(t.max())
+    return TimeToTarget(point, low, high, last, len(t), tuple(times), tuple(arrived))
 
 
 @pytest.mark.parametrize(
-    ("case", "word"),
+    ("case", "limit", "word"),
     [
-        (tt(100, 80, 120), SUPPORTED),  # upper end 120 / 20 = 6 < 10
-        (tt(300, 250, 400), CONTRADICTED),  # lower end 250 / 20 = 12.5 >= 10
-        (tt(150, 100, 250), UNDECIDED),  # [5, 12.5] straddles 10
-        (tt(np.inf, np.inf, np.inf, last=150), UNDECIDED),  # never reached, but runs stop before 200
-        (tt(np.inf, np.inf, np.inf, last=500), CONTRADICTED),  # ran past 200 and never reached
-        (tt(100, np.nan, np.nan, n=1), UNDECIDED),  # one seed: no interval
+        (_tt([80, 100, 120], [True] * 3), 7.0, SUPPORTED),  # [4, 6] below 7
+        (_tt([80, 100, 120], [True] * 3), 3.0, CONTRADICTED),  # [4, 6] above 3
+        (_tt([80, 100, 120], [True] * 3), 5.0, UNDECIDED),  # straddles
+        (_tt([80, 100, 200], [True, True, False]), 20.0, UNDECIDED),  # [4, > 10]: open above
+        (_tt([200, 200, 200], [False] * 3), 5.0, CONTRADICTED),  # [10, > 10]: all past the limit
     ],
 )
-def test_ratio_verdict_cases(case: TimeToTarget, word: str) -> None:
-    assert ratio_verdict(ratio_interval(case, 20.0), limit=10.0).word == word
-
-
-def test_undecided_says_what_would_decide() -> None:
-    case = tt(np.inf, np.inf, np.inf, last=150)
-    short = ratio_verdict(ratio_interval(case, 20.0), 10.0, es=case, target=10.0, denominator=20.0)
-    assert "needs runs past 200 timesteps (now 150)" in short.decide
-    assert "would reach 10 near 650" in short.decide  # 150 + (10 - 5) / 0.01
-    assert "more seeds (now 3)" in ratio_verdict(ratio_interval(tt(150, 100, 250), 20.0), 10.0).decide
-    assert (
-        ratio_verdict(ratio_interval(tt(20, 10, 20), 20.0), 1.0, inclusive=True).word == SUPPORTED
-    )  # 1 <= 1
-    assert ratio_verdict(ratio_interval(tt(20, 10, 20), 20.0), 1.0).word == UNDECIDED  # 1 < 1 is false
-    # Both sides random: ES [80, 120] over a baseline [10, 30] -> [2.67, 12]: straddles 10.
-    both = ratio_interval(tt(100, 80, 120), tt(20, 10, 30, n=2))
-    assert ratio_verdict(both, 10.0) == Verdict(UNDECIDED, "the interval straddles 10x: more seeds (now 2)")
-
-
-def test_a_time_whose_runs_stopped_at_the_target_is_read_per_run_by_hand() -> None:
-    """Both seeds stopped at the target 10, at 200 (score 12) and 300 (score 30). Their curves past
-    the stops are held, not measured, so the time is each run's own first point at or above the
-    target: mean 250; t(0.975, 1) = 12.706 times sd 70.71 / sqrt(2) = 635.3: [0 (a time is never
-    negative), 885.3]. Over a baseline of 100 timesteps that is [0, 8.85]: below 10x, supported,
-    where the mean curve of held runs could never close above (next test)."""
-    c = curves([0, 5, 12], [0, 4, 8, 30])
-    both = time_to_target(c, 10.0, stopped={"r0", "r1"})
-    assert both.per_run and both.stop_times == (200.0, 300.0)
-    assert both.point == 250.0 and both.low == 0.0 and both.high == pytest.approx(885.3, abs=0.05)
-    assert ratio_verdict(ratio_interval(both, 100.0), 10.0, es=both).word == SUPPORTED
-    # One run stopped, the other reached the target on its own curve without stopping: per run too.
-    one = time_to_target(c, 10.0, stopped={"r0"})
-    assert one.per_run and one.point == 250.0
-    # A run that never reached the target: its time is unknown, so the mean curve decides (open).
-    censored = time_to_target(curves([0, 5, 12], [0, 4, 8, 9]), 10.0, stopped={"r0"})
-    assert not censored.per_run and np.isposinf(censored.high) and censored.last == 300.0
-    # Nothing stopped: the mean curve, as ever.
-    assert not time_to_target(c, 10.0).per_run
-    # A straddling interval with a run held at the target: more seeds, but no planned study size.
-    held = TimeToTarget(150.0, 100.0, 250.0, 1000.0, 3, 0.01, 5.0, stop_times=(150.0,))
-    note = ratio_verdict(ratio_interval(held, 20.0), 10.0, es=held, plan=lambda: 9.0).decide
-    assert note == (
-        "the interval straddles 10x: more seeds (now 3); no study size is planned (1 run stopped at the "
-        "target; the planner's simulated curves never stop)"
-    )
-
-
-@pytest.mark.parametrize("n", [3, 30])
-def test_a_mean_curve_of_runs_held_at_the_target_never_closes_above(n: int) -> None:
-    """Why runs that stop at the target are read per run: n seeds that each confirm the target
-    (10) at a different evaluation, each overshooting it by a different amount, and stop. At the
-    last stop the others hold exactly 10, so the band's lower edge (mean 10 + d / n, half-width
-    t * d / n, t > 1) is below the target; before it, runs still below 10 pull it down. 3 seeds or
-    30: the mean curve's band never closes above, and the per-run interval does."""
-    rng = np.random.default_rng(n)
-    rows = []
-    for seed in range(n):
-        stop = int(rng.integers(2, 30))
-        ys = [*np.linspace(0.0, 9.0, stop).tolist(), 10.0 + float(rng.uniform(0.1, 5.0))]
-        rows += [
-            {"run_id": f"r{seed}", "seed": seed, "timesteps": 100 * i, "eval_return_mean": y}
-            for i, y in enumerate(ys)
-        ]
-    everyone = {f"r{s}" for s in range(n)}
-    grid, values, _, stop_times = reach_curves(pd.DataFrame(rows), 10.0, everyone)
-    at_last = values[:, -1] - 10.0  # every run but the last held at exactly 10
-    assert np.count_nonzero(at_last) == 1 and at_last.max() > 0
-    assert np.isposinf(time_interval(values, grid, 10.0)[2])
-    time = time_to_target(pd.DataFrame(rows), 10.0, stopped=everyone)
-    assert time.per_run and np.isfinite(time.high)
-    assert time.point == pytest.approx(np.mean(list(stop_times.values())))
-
-
-def test_stopping_time_interval_coverage_on_simulated_stopping_runs() -> None:
-    """Runs that stop at the target after a confirmation on fresh episodes (esbench.analysis.coverage:
-    lognormal learning rates, evaluation noise): the t interval of the mean of their stopping times
-    covers the true mean stopping time 92-97% of the time at 3, 5 and 10 seeds with mild spread
-    between seeds (measured 93.8%, 93.8%, 93.6%; strong spread, a skewed case: 88-89%, in the
-    coverage table of docs/statistics.md)."""
-    for n in (3, 5, 10):
-        coverage = stopping_time_coverage(n, 0.3)
-        assert 0.92 <= coverage <= 0.97, (n, coverage)
-    assert stopping_time_interval(np.array([5.0]))[0] == 5.0
-    assert np.isnan(stopping_time_interval(np.array([5.0]))[1])
-
-
-def _plateau_study(rng: np.random.Generator, n_studies: int, n: int) -> np.ndarray:
-    """Seed curves on t = 0..10 that level off at 100 (each seed offset by N(0, 15^2) for its
-    whole run, plus N(0, 2^2) per evaluation): shape (n_studies, n, 11)."""
-    t = np.arange(11.0)
-    offset = rng.normal(0.0, 15.0, (n_studies, n, 1))
-    return 100.0 * (1.0 - np.exp(-t / 2.0)) + offset + rng.normal(0.0, 2.0, (n_studies, n, t.size))
-
-
-def test_seeds_to_decide_a_time_claim_is_the_study_size_that_decides_it_four_times_in_five() -> None:
-    """A claim "reaches 110 before t = 8" on curves that level off at 100 is false. Planned from 40
-    measured seeds, a study of the planned size contradicts it in about 80% of 2,000 fresh studies
-    (decided exactly as ratio_verdict decides: the t band's upper edge never reaches 110 before
-    t = 8), and a study 3 seeds smaller does so less often: the number means what the note says."""
-    rng = np.random.default_rng(1)
-    grid, target, limit_time = np.arange(11.0), 110.0, 8.0
-    planned = seeds_to_decide_time(_plateau_study(rng, 1, 40)[0], grid, target, limit_time)
-    assert 5 <= planned <= 30, planned
-
-    def decided(n: int) -> float:
-        studies = _plateau_study(np.random.default_rng(2), 2000, n)
-        low = time_intervals(studies, grid, target)[:, 1]  # the upper edge's first reach
-        return float(np.mean(low >= limit_time))
-
-    at_plan = decided(int(planned))
-    assert 0.72 <= at_plan <= 0.9, (planned, at_plan)
-    assert decided(int(planned) - 3) < at_plan - 0.05
-
-
-def test_seeds_to_decide_a_time_claim_edge_cases() -> None:
-    grid = np.arange(11.0)
-    one = _plateau_study(np.random.default_rng(0), 1, 1)[0]
-    assert np.isnan(seeds_to_decide_time(one, grid, 110.0, 8.0))  # no spread from one seed
-    # Seeds far above the target early on: any study supports "reaches 50 before t = 8".
-    high = _plateau_study(np.random.default_rng(0), 1, 5)[0] + 200.0
-    assert seeds_to_decide_time(high, grid, 50.0, 8.0) == 2.0
-    # Runs that end before the limit cannot contradict, and a mean far below never supports.
-    three = np.repeat(one, 3, axis=0) + np.array([[0.0], [5.0], [-5.0]])
-    assert np.isposinf(seeds_to_decide_time(three, grid, 500.0, 20.0))
-    # The note names the planned study.
-    ri = ratio_interval(tt(150, 100, 250), 20.0)
-    note = ratio_verdict(ri, 10.0, plan=lambda: 9.0).decide
-    assert note == (
-        "the interval straddles 10x: more seeds (now 3); a study of 9 seeds decides it with 80% power "
-        "if the mean curve and its spread are as measured"
-    )
-    assert "no study of up to 100 seeds" in ratio_verdict(ri, 10.0, plan=lambda: np.inf).decide
+def test_ratio_verdict_cases(case: TimeToTarget, limit: float, word: str) -> None:
+    assert ratio_verdict(ratio_interval(case, 20.0), limit, 20.0).word == word
 
 
 @pytest.mark.parametrize(
     ("case", "paper", "word", "note"),
     [
-        (tt(100, 80, 120), 5.0, SUPPORTED, ""),  # [4, 6] contains 5
-        (tt(100, 80, 120), 7.0, CONTRADICTED, "ours faster than the paper's ES: 5 [4, 6] vs 7"),
-        (tt(100, 80, 120), 3.0, CONTRADICTED, "ours slower than the paper's ES: 5 [4, 6] vs 3"),
-        (tt(np.inf, 80, np.inf), 7.0, UNDECIDED, "is open above"),  # [4, > 50]: not bounded
-        (tt(np.inf, np.inf, np.inf, last=200), 7.0, CONTRADICTED, "ours slower"),  # >= 200 / 20 = 10
-        (tt(100, np.nan, np.nan, n=1), 5.0, UNDECIDED, "needs at least 2 seeds"),
+        (_tt([80, 100, 120], [True] * 3), 5.0, SUPPORTED, ""),  # [4, 6] contains 5
+        (
+            _tt([80, 100, 120], [True] * 3),
+            7.0,
+            CONTRADICTED,
+            "ours faster than the paper's ES: 5 [4, 6] vs 7",
+        ),
+        (
+            _tt([80, 100, 120], [True] * 3),
+            3.0,
+            CONTRADICTED,
+            "ours slower than the paper's ES: 5 [4, 6] vs 3",
+        ),
+        (_tt([80, 100, 200], [True, True, False]), 7.0, UNDECIDED, "is open above"),
+        (_tt([200, 200, 200], [False] * 3), 7.0, CONTRADICTED, "ours slower"),  # >= 200 / 20 = 10
+        (_tt([100], [True]), 5.0, UNDECIDED, "needs at least 2 seeds"),
     ],
 )
 def test_reproduce_verdict_cases(case: TimeToTarget, paper: float, word: str, note: str) -> None:
     verdict = reproduce_verdict(ratio_interval(case, 20.0), paper)
     assert verdict.word == word and note in verdict.decide
-
-
-def test_ratio_interval_coverage_on_synthetic_curves() -> None:
-    """On synthetic curves with a known true ratio (esbench.analysis.coverage: seeds learning at
-    lognormal rates, evaluation noise, ES's band often not reaching the target by the runs' end),
-    the interval over a published constant covers the truth 93-97% of the time at 3 and 5 seeds;
-    over our own baseline (both sides' seeds, each side at sqrt(0.95)) it covers at least 95%
-    (conservative by construction: measured 99.8-100%, docs/statistics.md)."""
-    for n in (3, 5):
-        coverage, censored = ratio_coverage(n, 0, n_datasets=500)
-        assert 0.93 <= coverage <= 0.97, (n, coverage)
-        assert censored > 0.1  # the censored case is exercised, not avoided
-        both, _ = ratio_coverage(n, n, n_datasets=500)
-        assert 0.95 <= both <= 1.0, (n, both)
 
 
 def test_combine() -> None:

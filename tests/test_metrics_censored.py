@@ -8,12 +8,14 @@ import pytest
 from scipy import stats
 
 from esbench.analysis.metrics import restricted_mean_time, share_reached, survival_curve, time_to_score
+from esbench.analysis.metrics.censored import time_ratio, time_ratio_level
 from esbench.analysis.metrics.coverage import (
     restricted_mean_coverage,
+    time_ratio_coverage,
     time_to_score_coverage,
     true_restricted_mean,
 )
-from esbench.analysis.metrics.intervals import median_interval, median_interval_coverage
+from esbench.analysis.metrics.intervals import median_interval_coverage
 
 INF = float("inf")
 
@@ -39,7 +41,7 @@ def test_ties_at_the_interval_ends_match_the_order_statistics() -> None:
     reached = np.array([True] * 9 + [False])
     assert time_to_score(times, reached) == (4.0, 1.0, 9.0)
     # Every run reached: the interval is exactly the order-statistic one, [x_(2), x_(9)].
-    assert time_to_score(times, np.ones(10, bool))[1:] == median_interval(times)[:2] == (1.0, 9.0)
+    assert time_to_score(times, np.ones(10, bool))[1:] == (1.0, 9.0)
 
 
 def test_without_censoring_the_interval_is_the_order_statistic_one() -> None:
@@ -47,7 +49,8 @@ def test_without_censoring_the_interval_is_the_order_statistic_one() -> None:
     for n in (3, 5, 8, 10):
         times = np.exp(rng.standard_normal(n))
         median, low, high = time_to_score(times, np.ones(n, bool))
-        assert (low, high) == median_interval(times)[:2]
+        k = {3: 1, 5: 1, 8: 1, 10: 2}[n]  # the largest rank covering 95%, or 1
+        assert (low, high) == (np.sort(times)[k - 1], np.sort(times)[n - k])
         assert median == np.sort(times)[(n + 1) // 2 - 1]  # the first time half the runs got there
 
 
@@ -159,6 +162,31 @@ def test_coverage_holds_when_the_runs_budgets_differ(n: int) -> None:
             assert coverage >= 0.93 and low_miss <= 0.035 and high_miss <= 0.035, (spread, censored)
 
 
+@pytest.mark.parametrize("n", [5, 10])
+def test_a_ratio_of_two_medians_keeps_its_coverage(n: int) -> None:
+    """Both sides random (our TRPO): at 5 and 10 runs a side, 0-40% censored, two-sided coverage at
+    least 93% and each end missing at most 3.5%, and agreement with the exact coverage by ranks of
+    :func:`time_ratio_level` (within 3 standard errors; censoring only widens the interval)."""
+    exact = time_ratio_level(n, n)
+    for censored in (0.0, 0.4):
+        coverage, low_miss, high_miss = time_ratio_coverage(n, 0.8, censored, n_datasets=2000, seed=n)
+        assert coverage >= 0.93 and low_miss <= 0.035 and high_miss <= 0.035, (censored, coverage)
+        assert coverage >= exact - 3 * np.sqrt(exact * (1 - exact) / 2000)
+
+
+def test_a_ratio_interval_by_hand() -> None:
+    """ES 3 runs at 2, 4, 6 (one censored at 6), baseline 2 runs at 1, 2: each side at sqrt(0.95)
+    is first to last run, so the ratio runs from 2 / 2 to inf (ES's censored run) and its point is
+    4 / 1 (KM medians: ES's S reaches 1/3 at 4, the baseline's 1/2 at 1)."""
+    ratio, low, high = time_ratio(
+        np.array([2.0, 4.0, 6.0]), np.array([True, True, False]), np.array([1.0, 2.0]), np.ones(2, bool)
+    )
+    assert (ratio, low, high) == (4.0, 1.0, INF)
+    # P(max of 3 below min of 2 over a common distribution) = 1 / C(5, 2) = 0.1; the mirror 0.1.
+    assert time_ratio_level(3, 2) == pytest.approx(0.8)
+    assert time_ratio_level(5, 5) == pytest.approx(1 - 2 / 252)
+
+
 def test_at_three_runs_the_interval_is_first_to_last_and_covers_75_percent() -> None:
     coverage, low_miss, high_miss = time_to_score_coverage(3, 0.8, 0.2, n_datasets=2000, seed=3)
     assert median_interval_coverage(3) == 0.75  # each end misses 1/8: all three runs above (below) it
@@ -197,7 +225,7 @@ def test_the_documented_table_is_what_the_command_prints() -> None:
     from esbench.analysis.coverage import main, time_to_score_markdown, time_to_score_table
 
     table = time_to_score_table(seeds=(5,), n_datasets=40)
-    assert len(table) == 4 * 2 * 3 + 2 * 2 and set(table["budgets"]) == {"common", "varied"}
+    assert len(table) == 5 * 2 * 3 + 2 * 2 and set(table["budgets"]) == {"common", "varied"}
     row = table[(table["method"] == "order") & (table["censored"] == 0.4) & (table["spread"] == 0.8)].iloc[0]
     assert (row["n=5"], row["n=5 low"], row["n=5 high"]) == time_to_score_coverage(5, 0.8, 0.4, 40, seed=5)
     text = time_to_score_markdown(table)

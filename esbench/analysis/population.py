@@ -9,20 +9,18 @@ Per task and population (one condition: the seeds of one ``algo.population_size`
 
 * the target is the paper's TRPO score at 100% of its learning progress (supplementary Table 3,
   ``trpo_score``), the score the recipe's runs stop at after a confirmation on fresh seeds;
-* the timesteps to it (:func:`esbench.analysis.verdicts.time_to_target`; a confirmed point counts
-  at the lower of its evaluation and its confirmation): where the runs stopped at the target and
-  every run reached it, the mean of each run's first point at or above it with its Student-t
-  interval (marked ‡: a stopped run's curve past its stop is held, not measured); otherwise off
-  the mean curve over seeds with the interval of its inverted Student-t band, censored ("> last
-  timestep") where it never gets there;
+* the timesteps to it (:func:`esbench.analysis.verdicts.time_to_target`): the Kaplan-Meier median
+  of the runs' first confirmed times, a run that never got there censored at its budget, with its
+  order-statistic interval, and the share of runs that reached it where any did not;
 * the ratio to the paper's ES timesteps to the same target divides by that published constant
   (:func:`esbench.analysis.verdicts.ratio_interval`), and "reproduced" asks whether its interval
   contains 1 (:func:`esbench.analysis.verdicts.reproduce_verdict`).
 
 The claim row per task compares the largest population with the smallest: "a larger population
 needs more timesteps to the target" is **supported** when the ratio largest / smallest has its
-whole interval above 1 (both sides at ``sqrt(0.95)``, seeds independent), **contradicted** when
-the reverse ratio does (the larger population needs *fewer* timesteps), **undecided** otherwise.
+whole interval above 1 (both sides' uncertainty, :func:`esbench.analysis.metrics.censored.time_ratio`),
+**contradicted** when it lies wholly below 1 (the larger population needs *fewer* timesteps),
+**undecided** otherwise (:func:`esbench.analysis.claims.decide`).
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator, NullFormatter
 
+from esbench.analysis.claims import CONTRADICTED, UNDECIDED, decide
 from esbench.analysis.figures import (
     OKABE_ITO,
     _style,
@@ -43,15 +42,9 @@ from esbench.analysis.figures import (
     savefig,
     short_number,
 )
-from esbench.analysis.stats import REACH_COLUMN, reach_scores
 from esbench.analysis.tables import fmt_num, write_table
 from esbench.analysis.verdicts import (
-    CONTRADICTED,
-    PER_RUN_MARK,
-    SIDE_CONFIDENCE,
-    SUPPORTED,
-    UNDECIDED,
-    RatioInterval,
+    TIME_CI_METHOD,
     TimeToTarget,
     Verdict,
     ratio_interval,
@@ -79,7 +72,6 @@ POPULATION_COLUMNS: tuple[str, ...] = (
     "timesteps_high",
     "last_timesteps",
     "timesteps_text",
-    "per_run",
     "ratio",
     "ratio_low",
     "ratio_high",
@@ -98,13 +90,6 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "verdict",
     "decide",
 )
-
-
-def _reached_runs(runs: pd.DataFrame, target: float) -> int:
-    """Runs whose curve (a confirmed point at the lower of its two evaluations) reached ``target``."""
-    scores = reach_scores(runs).dropna(subset=[REACH_COLUMN])
-    best = scores.groupby("run_id", sort=True)[REACH_COLUMN].max()
-    return int((best >= target - 1e-9 * max(1.0, abs(target))).sum())
 
 
 def population_table(
@@ -147,13 +132,12 @@ def population_table(
                 "target": target,
                 "paper_es_timesteps": paper_es,
                 "n_seeds": t.n_seeds,
-                "n_reached": _reached_runs(g, target),
+                "n_reached": t.n_reached,
                 "timesteps": t.point,
                 "timesteps_low": t.low,
                 "timesteps_high": t.high,
                 "last_timesteps": t.last,
-                "timesteps_text": t.marked_text(),
-                "per_run": t.per_run,
+                "timesteps_text": t.cell_text(),
                 "ratio": ri.point,
                 "ratio_low": ri.low,
                 "ratio_high": ri.high,
@@ -165,37 +149,30 @@ def population_table(
     return pd.DataFrame(rows, columns=list(POPULATION_COLUMNS))
 
 
-def _has_interval(ri: RatioInterval) -> bool:
-    return bool(np.isfinite(ri.low) or np.isposinf(ri.low))
-
-
 def trend_verdict(small: TimeToTarget, large: TimeToTarget) -> tuple[Verdict, str]:
     """Verdict on "the larger population needs more timesteps to the target" and the ratio's text.
 
-    Args:
-        small: The smallest population's time to the target, at :data:`SIDE_CONFIDENCE`.
-        large: The largest population's, at :data:`SIDE_CONFIDENCE`.
+    The ratio largest / smallest of the two populations' median times, its interval over both
+    sides' runs (:func:`esbench.analysis.verdicts.ratio_interval`), decided against 1 by
+    :func:`esbench.analysis.claims.decide`.
 
     Returns:
-        (verdict, "large / small [interval]" text, or "—" when neither reached the target).
+        (verdict, "large / small [interval]" text, or "—" when neither median is bounded).
     """
-    more = ratio_interval(large, small)  # NaN unless the small population reached the target
-    fewer = ratio_interval(small, large)  # NaN unless the large one did
-    text = more.text() if np.isfinite(more.last) else "—"
+    ri = ratio_interval(large, small)
     n = min(small.n_seeds, large.n_seeds)
-    if not (np.isfinite(more.last) or np.isfinite(fewer.last)):
-        return Verdict(UNDECIDED, "neither population's mean curve reached the target: longer runs"), text
-    if (np.isfinite(more.last) and not _has_interval(more)) or (
-        np.isfinite(fewer.last) and not _has_interval(fewer)
-    ):
-        return Verdict(UNDECIDED, f"needs at least 2 seeds per population for an interval (has {n})"), text
-    if np.isfinite(more.last) and more.lower_bound > 1.0:
-        return Verdict(SUPPORTED), text
-    if np.isfinite(fewer.last) and fewer.lower_bound > 1.0:
-        if not np.isfinite(more.last):
-            text = f"< {fmt_num(1.0 / fewer.lower_bound, 2)}"
-        return Verdict(CONTRADICTED, "the larger population needs fewer timesteps"), text
-    return Verdict(UNDECIDED, f"the interval straddles 1x: more seeds (now {n})"), text
+    if np.isnan(ri.point):
+        return Verdict(UNDECIDED, "neither population's median reached the target: longer runs"), "—"
+    if np.isnan(ri.low):
+        return Verdict(
+            UNDECIDED, f"needs at least 2 seeds per population for an interval (has {n})"
+        ), ri.text()
+    word = decide(ri.low, ri.high, "above", 1.0)
+    if word == CONTRADICTED:
+        return Verdict(word, "the larger population needs fewer timesteps"), ri.text()
+    if word == UNDECIDED:
+        return Verdict(word, f"the interval straddles 1x: more seeds (now {n})"), ri.text()
+    return Verdict(word), ri.text()
 
 
 def claim_table(
@@ -212,8 +189,7 @@ def claim_table(
             continue
         target = float(ref.loc[env_id, "trpo_score"])
         small, large = (
-            time_to_target(g[g["population"] == p], target, stopped=stopped, confidence=SIDE_CONFIDENCE)
-            for p in (pops[0], pops[-1])
+            time_to_target(g[g["population"] == p], target, stopped=stopped) for p in (pops[0], pops[-1])
         )
         verdict, text = trend_verdict(small, large)
         rows.append(
@@ -264,13 +240,8 @@ def write_population_table(table: pd.DataFrame, out_dir: str | Path) -> dict[str
     notes = (
         "Target: the paper's TRPO score at 100% of its learning progress (supplementary Table 3), "
         "where each run stops once a confirmation on fresh evaluation seeds reaches it too. "
-        "Timesteps to target (a confirmed point counts at the lower of its evaluation and its "
-        f"confirmation): where every run reached it ({PER_RUN_MARK}), the mean of each run's first "
-        "confirmed point, with its 95% Student-t interval (a stopped run's curve past its stop is held, not "
-        "measured); otherwise the first timestep at which the mean curve over seeds reaches it, "
-        "with the interval of its inverted 95% Student-t band, '> x': not reached by x. Paper's ES "
-        "timesteps: what the paper's ES needed to the same target. Reproduced: our ratio's "
-        "interval contains 1."
+        f"Timesteps to target: {TIME_CI_METHOD} (95%); '> x': unbounded by runs censored by x. "
+        "Reproduced: our ratio to the paper's ES timesteps has an interval containing 1."
     )
     return write_table(
         table,

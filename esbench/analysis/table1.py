@@ -17,7 +17,6 @@ contains the paper's ratio); :func:`claims_table` combines them per claim.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,9 +27,24 @@ import numpy as np
 import pandas as pd
 
 from esbench.analysis.ceiling import ceiling_columns, ceiling_note, load_best_known
-from esbench.analysis.curves import first_reach, mean_curve
+from esbench.analysis.claims.multiplicity import Quantifier, decide_family, p_value
+from esbench.analysis.curves import mean_curve
 from esbench.analysis.load import is_es
 from esbench.analysis.tables import fmt_num, write_table
+from esbench.analysis.verdicts import (
+    CONTRADICTED,
+    SUPPORTED,
+    TIME_CI_METHOD,
+    UNDECIDED,
+    TimeToTarget,
+    Verdict,
+    combine,
+    ratio_interval,
+    ratio_interval_at,
+    ratio_verdict,
+    reproduce_verdict,
+    time_to_target,
+)
 from esbench.utils.resources import reference_dir
 
 PROGRESS_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
@@ -52,11 +66,17 @@ TABLE1_COLUMNS: tuple[str, ...] = (
     "target",
     "best_known",
     "near_ceiling",
+    "beaten_at_start",
+    "excluded",
     "rl_timesteps",
+    "rl_low",
+    "rl_high",
+    "rl_text",
     "es_timesteps",
     "es_low",
     "es_high",
     "es_last_timesteps",
+    "es_text",
     "censored",
     "ratio",
     "ratio_low",
@@ -65,12 +85,15 @@ TABLE1_COLUMNS: tuple[str, ...] = (
     "ratio_text",
     "paper_ratio",
     "n_seeds_es",
+    "n_reached_es",
     "n_seeds_rl",
+    "n_reached_rl",
     "stopped_below",
-    "per_run",
     "claim",
     "verdict",
     "decide",
+    "p_supported",
+    "p_contradicted",
     "reproduced",
     "reproduced_note",
     "partial",
@@ -90,6 +113,11 @@ class Claim:
         limit: The bound on ES/TRPO timesteps.
         direction: One of :data:`DIRECTIONS`.
         reading: How esbench tests it, and why at those fractions.
+        estimand: What is estimated (the ratio of times).
+        estimator: How it is estimated, with its interval.
+        family: The tasks and fraction the claim ranges over (its multiplicity family).
+        correction: ``holm`` for a claim on some task, ``none (...)`` for one on every task (an
+            intersection-union test needs none).
     """
 
     id: str
@@ -100,6 +128,15 @@ class Claim:
     limit: float
     direction: str
     reading: str
+    estimand: str = ""
+    estimator: str = ""
+    family: str = ""
+    correction: str = ""
+
+    @property
+    def quantifier(self) -> Quantifier:
+        """``every`` or ``some``: how the claim ranges over its tasks."""
+        return "every" if self.direction == "below_on_every_task" else "some"
 
     @property
     def inclusive(self) -> bool:
@@ -121,7 +158,8 @@ def load_claims(path: str | Path = CLAIMS_FILE) -> list[Claim]:
     """The paper's claims, from data.
 
     Raises:
-        ValueError: A row with an unknown ``direction`` (names the row and the allowed values).
+        ValueError: A row with an unknown ``direction``, or a ``correction`` that does not match it
+            (a claim on some task needs ``holm``; one on every task none), naming the row.
     """
     claims = []
     for r in pd.read_csv(path, dtype={"section": str}).itertuples():
@@ -129,6 +167,13 @@ def load_claims(path: str | Path = CLAIMS_FILE) -> list[Claim]:
             raise ValueError(
                 f"{path}: claim {r.id}: direction={r.direction!r} is unknown; "
                 f"allowed: {', '.join(DIRECTIONS)}"
+            )
+        correction = str(r.correction)
+        wanted = "none" if r.direction == "below_on_every_task" else "holm"
+        if correction.split(" ")[0] != wanted:
+            raise ValueError(
+                f"{path}: claim {r.id}: correction={correction!r} does not fit direction={r.direction!r}; "
+                f"allowed: {wanted!r} (Holm over the tasks of a claim on some task, none for every task)"
             )
         claims.append(
             Claim(
@@ -140,6 +185,10 @@ def load_claims(path: str | Path = CLAIMS_FILE) -> list[Claim]:
                 limit=float(r.limit),
                 direction=str(r.direction),
                 reading=str(r.reading),
+                estimand=str(r.estimand),
+                estimator=str(r.estimator),
+                family=str(r.family),
+                correction=correction,
             )
         )
     return claims
@@ -178,15 +227,53 @@ def ratio_entry(es_t: float, rl_t: float, es_last: float) -> tuple[float, float,
 
     Returns:
         (ratio, bound, censored, text). A censored cell has ratio NaN, bound es_last / rl_t and
-        text ``"> bound"``; a cell TRPO never reached has text ``"n/a"``.
+        text ``"> bound"``; a cell whose TRPO median is unbounded has text ``"n/a (...)"``.
     """
     if not np.isfinite(rl_t) or rl_t <= 0:
-        return float("nan"), float("nan"), False, "n/a"
+        return float("nan"), float("nan"), False, "n/a (TRPO's median run never reached it)"
     if not np.isfinite(es_t):
         bound = es_last / rl_t
         return float("nan"), bound, True, f"> {fmt_num(bound, 2)}"
     ratio = es_t / rl_t
     return ratio, float("nan"), False, fmt_num(ratio, 2)
+
+
+def beaten_at_start(runs: pd.DataFrame, target: float) -> bool:
+    """Whether every run of ``runs`` evaluated at or above ``target`` at its first evaluation (the
+    untrained policy, at timestep 0): such a target measures nothing learned (HalfCheetah's 25%
+    target, -1.35, is beaten by every untrained policy). False without evaluations."""
+    evals = runs.dropna(subset=["eval_return_mean"]).sort_values("timesteps", kind="stable")
+    if evals.empty:
+        return False
+    first = evals.groupby("run_id", sort=True)["eval_return_mean"].first().to_numpy(float)
+    return bool(np.all(first >= target))
+
+
+def excluded_reason(near: bool, beaten: bool) -> str:
+    """Why a row never decides a claim ("" when it may): its target is within 5% of the task's
+    ceiling (:mod:`esbench.analysis.ceiling`), or the untrained policy beats it at timestep 0."""
+    if near:
+        return "target within 5% of the task's ceiling"
+    if beaten:
+        return "target beaten by the untrained policy at timestep 0"
+    return ""
+
+
+def claim_p_values(
+    claim: Claim | None, es: TimeToTarget, base: TimeToTarget | float, excluded: str
+) -> tuple[float, float]:
+    """(p for the claim's side, p for the other) of one row
+    (:func:`esbench.analysis.claims.multiplicity.p_value` on the ratio's interval at each level);
+    (1, 1) where no claim covers it, it is excluded, or it has no interval."""
+    if claim is None or excluded:
+        return 1.0, 1.0
+    interval = functools.partial(ratio_interval_at, es, base)
+    if np.isnan(interval(0.5)[0]):
+        return 1.0, 1.0
+    return (
+        p_value(interval, claim.limit, "below", SUPPORTED, claim.inclusive),
+        p_value(interval, claim.limit, "below", CONTRADICTED, claim.inclusive),
+    )
 
 
 def table1(
@@ -201,17 +288,14 @@ def table1(
 ) -> pd.DataFrame:
     """Compute Table 1 for every environment with both an ES algorithm and ``rl_algo``.
 
-    ES's time to each target is read off its mean curve over seeds, with the interval of its
-    inverted Student-t band (:func:`esbench.analysis.verdicts.time_to_target`); TRPO's time is read
-    off TRPO's mean curve, which also defines the targets (the paper's definition). TRPO's seeds
-    are random too, so the ratio's interval resamples both sides
-    (:func:`esbench.analysis.verdicts.ratio_interval`). Each row a claim covers (:func:`load_claims`)
-    gets its verdict against the claim's limit; every row with a published ratio gets the answer
-    to "does our ratio's interval contain the paper's?".
-
-    Runs in ``stopped`` ended at a target score (``budget.stop_at_return``): they count as having
-    reached every target up to their stopping score, at their stopping timestep, and are censored at
-    their stop for higher targets (``stopped_below``); they never cut the other seeds short.
+    The targets come from TRPO's mean curve over seeds (the paper's definition). Each side's time to
+    a target is the Kaplan-Meier median of its runs' first confirmed times, censored at the budget
+    where a run never got there (:func:`esbench.analysis.verdicts.time_to_target`), and the ratio's
+    interval carries both sides' uncertainty (:func:`esbench.analysis.verdicts.ratio_interval`).
+    Each row a claim covers (:func:`load_claims`) gets its verdict against the claim's limit and
+    its p-values (the claim's family is decided in :func:`claims_table`); every row with a published
+    ratio gets the answer to "does our ratio's interval contain the paper's?". A row whose target is
+    near the task's ceiling or beaten at timestep 0 is flagged (``excluded``) and decides no claim.
 
     Args:
         curves: The curve table (:func:`esbench.analysis.load.load_curves`).
@@ -225,20 +309,7 @@ def table1(
 
     Returns:
         DataFrame with columns :data:`TABLE1_COLUMNS`, one row per (env, ES algo, p).
-        ``es_timesteps`` is NaN where ES's mean curve never reached the target; ``es_low`` /
-        ``es_high`` (95%) are +inf where the band's edge did not reach it; ``ratio_low`` /
-        ``ratio_high`` are the ratio's 95% interval (both sides' seeds).
     """
-    from esbench.analysis.verdicts import (
-        SIDE_CONFIDENCE,
-        UNDECIDED,
-        Verdict,
-        ratio_interval,
-        ratio_verdict,
-        reproduce_verdict,
-        time_to_target,
-    )
-
     del rng
     claims = load_claims() if claims is None else claims
     best = load_best_known()
@@ -261,7 +332,7 @@ def table1(
         rl_curve = mean_curve(rl, stopped=stopped)
         if rl_curve.empty:
             continue
-        rl_x, rl_y = rl_curve["x"].to_numpy(), rl_curve["mean"].to_numpy()
+        rl_y = rl_curve["mean"].to_numpy()
         init, final = float(rl_y[0]), float(rl_y[-1])
         targets = progress_targets(init, final, fractions)
         progressed = final > init
@@ -269,22 +340,25 @@ def table1(
             runs = env[env["algo"] == es_algo]
             for p, target in zip(fractions, targets, strict=True):
                 tt = time_to_target(runs, float(target), stopped=stopped)
-                rl_t = first_reach(rl_x, rl_y, target) if progressed else float("nan")
-                es_t = tt.point if progressed and tt.reached else float("nan")
-                ratio, bound, censored, text = ratio_entry(es_t, rl_t, tt.last)
-                es_side = time_to_target(runs, float(target), stopped=stopped, confidence=SIDE_CONFIDENCE)
-                rl_side = time_to_target(rl, float(target), stopped=stopped, confidence=SIDE_CONFIDENCE)
-                ri = ratio_interval(es_side, dataclasses.replace(rl_side, point=rl_t))
+                rl_tt = time_to_target(rl, float(target), stopped=stopped)
+                rl_t = rl_tt.point if progressed else float("nan")
+                ratio, bound, censored, text = ratio_entry(tt.point, rl_t, tt.last)
+                ri = ratio_interval(tt, rl_tt)
                 paper_ratio = ref.get((env_id, round(float(p), 6)), float("nan"))
                 claim = claim_for(claims, str(env_id), float(p))
+                ceiling = ceiling_columns(str(env_id), float(target), best)
+                beaten = beaten_at_start(runs, float(target))
+                excluded = excluded_reason(bool(ceiling["near_ceiling"]), beaten)
                 verdict: Verdict | None = None
                 reproduced: Verdict | None = None
+                p_sup, p_con = 1.0, 1.0
                 if not progressed:
                     text = "n/a (no TRPO progress)"
                     verdict = Verdict(UNDECIDED, "TRPO's mean curve made no progress") if claim else None
                 else:
                     if claim is not None:
-                        verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, float(target), rl_t)
+                        verdict = ratio_verdict(ri, claim.limit, rl_t, claim.inclusive)
+                        p_sup, p_con = claim_p_values(claim, tt, rl_tt, excluded)
                     if np.isfinite(paper_ratio):
                         reproduced = reproduce_verdict(ri, paper_ratio)
                 rows.append(
@@ -297,12 +371,18 @@ def table1(
                         "init": init,
                         "final": final,
                         "target": float(target),
-                        **ceiling_columns(str(env_id), float(target), best),
+                        **ceiling,
+                        "beaten_at_start": beaten,
+                        "excluded": excluded,
                         "rl_timesteps": rl_t,
-                        "es_timesteps": es_t,
+                        "rl_low": rl_tt.low,
+                        "rl_high": rl_tt.high,
+                        "rl_text": rl_tt.cell_text(),
+                        "es_timesteps": tt.point,
                         "es_low": tt.low,
                         "es_high": tt.high,
                         "es_last_timesteps": tt.last,
+                        "es_text": tt.cell_text(),
                         "censored": censored,
                         "ratio": ratio,
                         "ratio_low": ri.low if progressed else float("nan"),
@@ -311,12 +391,15 @@ def table1(
                         "ratio_text": text,
                         "paper_ratio": paper_ratio,
                         "n_seeds_es": tt.n_seeds,
-                        "n_seeds_rl": int(rl_curve["n_seeds"].iloc[0]),
+                        "n_reached_es": tt.n_reached,
+                        "n_seeds_rl": rl_tt.n_seeds,
+                        "n_reached_rl": rl_tt.n_reached,
                         "stopped_below": tt.stopped_below,
-                        "per_run": tt.per_run,
                         "claim": claim.id if claim else "",
                         "verdict": verdict.word if verdict else "",
                         "decide": verdict.decide if verdict else "",
+                        "p_supported": p_sup,
+                        "p_contradicted": p_con,
                         "reproduced": reproduced.word if reproduced else "",
                         "reproduced_note": reproduced.decide if reproduced else "",
                         "partial": (es_algo, env_id) in partial or (rl_algo, env_id) in partial,
@@ -325,35 +408,18 @@ def table1(
     return pd.DataFrame(rows, columns=list(TABLE1_COLUMNS))
 
 
-def _es_cell(point: float, low: float, high: float, last: float) -> str:
-    """ES timesteps ``point [low, high]``, ``> last`` for an end (or point) that was not reached."""
-
-    def one(v: float) -> str:
-        return f"> {fmt_num(last)}" if not np.isfinite(v) else fmt_num(v)
-
-    if not (np.isfinite(low) or np.isposinf(low)):
-        return one(point)
-    return f"{one(point)} [{one(low)}, {one(high)}]"
-
-
 def display_table1(table: pd.DataFrame) -> pd.DataFrame:
     """Formatted strings for Markdown/LaTeX; partial conditions get a ``*`` mark on the env."""
-    from esbench.analysis.verdicts import PER_RUN_MARK
-
     out = pd.DataFrame(
         {
             "Environment": [f"{r.env_name}{' *' if r.partial else ''}" for r in table.itertuples()],
             "% TRPO progress": [f"{round(100 * p)}%" for p in table["progress_fraction"]],
             "Target score": _target_cells(table),
-            "TRPO timesteps": [fmt_num(v) for v in table["rl_timesteps"]],
-            "ES timesteps [95% CI]": [
-                _es_cell(r.es_timesteps, r.es_low, r.es_high, r.es_last_timesteps)
-                + (f" {PER_RUN_MARK}" if r.per_run else "")
-                for r in table.itertuples()
-            ],
+            "TRPO timesteps [95% CI]": table["rl_text"].tolist(),
+            "ES timesteps [95% CI]": table["es_text"].tolist(),
             "ES/TRPO (ours) [95% CI]": [
                 _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
-                if np.isfinite(r.rl_timesteps) and (np.isfinite(r.ratio_low) or np.isposinf(r.ratio_low))
+                if np.isfinite(r.rl_timesteps) and not np.isnan(r.ratio_low)
                 else r.ratio_text
                 for r in table.itertuples()
             ],
@@ -369,16 +435,22 @@ def display_table1(table: pd.DataFrame) -> pd.DataFrame:
 
 def _target_cells(table: pd.DataFrame) -> list[str]:
     """Target scores, marked ``†`` where within 5% of the task's best known return
-    (:mod:`esbench.analysis.ceiling`)."""
+    (:mod:`esbench.analysis.ceiling`) and ``§`` where the untrained policy beats it at timestep 0."""
     return [
-        f"{fmt_num(v, 4)}{' †' if near else ''}"
-        for v, near in zip(table["target"], table["near_ceiling"], strict=True)
+        f"{fmt_num(v, 4)}{' †' if near else ''}{' §' if beaten else ''}"
+        for v, near, beaten in zip(
+            table["target"], table["near_ceiling"], table["beaten_at_start"], strict=True
+        )
     ]
 
 
 def _claim_cells(table: pd.DataFrame) -> list[str]:
-    """``A: supported`` for the rows a claim covers (the claim's id and this row's verdict), else —."""
-    return [f"{c}: {v}" if c else "—" for c, v in zip(table["claim"], table["verdict"], strict=True)]
+    """``B: supported`` for the rows a claim covers (the claim's id and this row's own verdict at
+    95%), ``B: excluded`` where its target decides no claim, else —."""
+    return [
+        ("—" if not c else f"{c}: excluded" if x else f"{c}: {v}")
+        for c, v, x in zip(table["claim"], table["verdict"], table["excluded"], strict=True)
+    ]
 
 
 def _reproduced_cells(table: pd.DataFrame) -> list[str]:
@@ -391,64 +463,26 @@ def _reproduced_cells(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def _per_run_note(table: pd.DataFrame) -> str:
-    """What a ‡ cell means, when the table has one."""
-    from esbench.analysis.verdicts import PER_RUN_MARK
-
-    if not table["per_run"].astype(bool).any():
-        return ""
-    return (
-        f" {PER_RUN_MARK}: the score the runs stop at (budget.stop_at_return), reached by every run: "
-        "the time is the mean of each run's first evaluation at or above it (its first confirmed "
-        "point), with the Student-t interval of that mean; a stopped run's curve past its stop is "
-        "held, not measured, and a mean curve of held runs cannot bound the time above "
-        "(docs/statistics.md)."
+def _notes_common(table: pd.DataFrame) -> str:
+    """What every Table 1 caption says: the estimator, the claim cells, the flags."""
+    text = (
+        f"Times: {TIME_CI_METHOD} (95%; coverage: docs/statistics.md); where a run was censored, the "
+        "share reached within the budget with its Clopper-Pearson interval. Claim cells: this row's "
+        "interval against the claim's limit; the claim itself is decided over its tasks (Holm for "
+        "a claim on some task)."
     )
-
-
-def _notes_common() -> str:
-    from esbench.analysis.verdicts import TIME_CI_METHOD
-
-    return (
-        f"Intervals: {TIME_CI_METHOD} (95%; docs/statistics.md gives its measured coverage). "
-        "Claim holds here: the claim's id (results/reference/salimans2017_claims.csv) and whether this "
-        "row's ratio interval is on the claim's side of its limit (supported), wholly on the other "
-        "side (contradicted) or straddles it (undecided). Paper's ratio reproduced: supported when our "
-        "interval contains the paper's ratio, contradicted when it lies wholly below (ours faster) "
-        "or above (ours slower)."
-    )
-
-
-def _resolution_note(table: pd.DataFrame) -> str:
-    """A note for the rows whose ES interval is one point (``[x, x]``), empty when none is: a time
-    to a target is an evaluation point, so two band edges crossing between the same two evaluations
-    give the same time."""
-    low, high = table["es_low"].to_numpy(float), table["es_high"].to_numpy(float)
-    same = np.isfinite(low) & (low == high) & (table["n_seeds_es"].to_numpy() >= 2)
-    if not same.any():
-        return ""
-    return (
-        " An interval [x, x]: both edges of the band reached the target at the same evaluation; a "
-        "time is an evaluation point, resolved to the spacing between evaluations and no finer."
-    )
+    if table["beaten_at_start"].astype(bool).any():
+        text += " §: the untrained policy beats the target at timestep 0 (decides no claim)."
+    return text
 
 
 def write_table1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """Write ``table1.csv``/``.md``/``.tex`` under ``out_dir``."""
     notes = (
-        "Target = init + p (final - init) of TRPO's mean evaluation curve; time = first evaluation "
-        "at which the mean curve over seeds reaches the target. ES timesteps: 95% interval over ES's "
-        "seeds. ES/TRPO: 95% interval over both ES's and TRPO's seeds (each side at sqrt(0.95)). "
-        "'> X': not reached by timestep X, the last all ES seeds cover (a lower bound on the ratio, "
-        "never an invented number). A run that stopped at a target score (budget.stop_at_return) "
-        "counts as having reached every target up to it, at its stopping timestep. " + _notes_common()
+        "Target = init + p (final - init) of TRPO's mean evaluation curve. ES/TRPO: ratio of the "
+        "medians, its interval over both sides' runs (each side at sqrt(0.95)). '> X': unbounded by "
+        "runs censored by timestep X. " + _notes_common(table)
     )
-    notes += _resolution_note(table) + _per_run_note(table)
-    if (table["stopped_below"] > 0).any():
-        notes += (
-            " Where a run stopped at a score below a target, it is censored at its stop for that "
-            "target (X is then that stop)."
-        )
     notes += ceiling_note(table[table["near_ceiling"].astype(bool)])
     if table["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."
@@ -472,6 +506,8 @@ PAPER_COLUMNS: tuple[str, ...] = (
     "target",
     "best_known",
     "near_ceiling",
+    "beaten_at_start",
+    "excluded",
     "paper_trpo_timesteps",
     "paper_es_timesteps",
     "paper_ratio",
@@ -485,11 +521,13 @@ PAPER_COLUMNS: tuple[str, ...] = (
     "ratio_low",
     "ratio_high",
     "n_seeds_es",
+    "n_reached_es",
     "stopped_below",
-    "per_run",
     "claim",
     "verdict",
     "decide",
+    "p_supported",
+    "p_contradicted",
     "reproduced",
     "reproduced_note",
     "partial",
@@ -517,8 +555,6 @@ def table1_paper(
     Returns:
         DataFrame with columns :data:`PAPER_COLUMNS`.
     """
-    from esbench.analysis.verdicts import ratio_interval, ratio_verdict, reproduce_verdict, time_to_target
-
     del rng
     claims = load_claims() if claims is None else claims
     best = load_best_known()
@@ -531,17 +567,16 @@ def table1_paper(
         for es_algo in sorted(a for a in env["algo"].unique() if is_es(a)):
             runs = env[env["algo"] == es_algo]
             for r in ref.sort_values("progress_fraction").itertuples():
-                tt = time_to_target(runs, float(r.trpo_score), stopped=stopped)
+                target = float(r.trpo_score)
+                tt = time_to_target(runs, target, stopped=stopped)
                 trpo_t, es_t = float(r.trpo_timesteps), float(r.es_timesteps)
                 ri = ratio_interval(tt, trpo_t)
                 claim = claim_for(claims, str(env_id), float(r.progress_fraction))
-                verdict = None
-                if claim:
-                    target, limit_time = float(r.trpo_score), claim.limit * trpo_t
-                    plan = functools.partial(
-                        _seeds_to_decide, runs, target, stopped, limit_time, claim.inclusive
-                    )
-                    verdict = ratio_verdict(ri, claim.limit, claim.inclusive, tt, target, trpo_t, plan)
+                ceiling = ceiling_columns(str(env_id), target, best)
+                beaten = beaten_at_start(runs, target)
+                excluded = excluded_reason(bool(ceiling["near_ceiling"]), beaten)
+                verdict = ratio_verdict(ri, claim.limit, trpo_t, claim.inclusive) if claim else None
+                p_sup, p_con = claim_p_values(claim, tt, trpo_t, excluded)
                 reproduced = reproduce_verdict(ri, float(r.es_over_trpo))
                 rows.append(
                     {
@@ -549,8 +584,10 @@ def table1_paper(
                         "env_id": env_id,
                         "es_algo": es_algo,
                         "progress_fraction": float(r.progress_fraction),
-                        "target": float(r.trpo_score),
-                        **ceiling_columns(str(env_id), float(r.trpo_score), best),
+                        "target": target,
+                        **ceiling,
+                        "beaten_at_start": beaten,
+                        "excluded": excluded,
                         "paper_trpo_timesteps": trpo_t,
                         "paper_es_timesteps": es_t,
                         "paper_ratio": float(r.es_over_trpo),
@@ -558,34 +595,25 @@ def table1_paper(
                         "es_low": tt.low,
                         "es_high": tt.high,
                         "es_last_timesteps": tt.last,
-                        "es_text": tt.marked_text(),
+                        "es_text": tt.cell_text(),
                         "ours_over_paper_es": tt.point / es_t,
                         "ratio": ri.point,
                         "ratio_low": ri.low,
                         "ratio_high": ri.high,
                         "n_seeds_es": tt.n_seeds,
+                        "n_reached_es": tt.n_reached,
                         "stopped_below": tt.stopped_below,
-                        "per_run": tt.per_run,
                         "claim": claim.id if claim else "",
                         "verdict": verdict.word if verdict else "",
                         "decide": verdict.decide if verdict else "",
+                        "p_supported": p_sup,
+                        "p_contradicted": p_con,
                         "reproduced": reproduced.word,
                         "reproduced_note": reproduced.decide,
                         "partial": (es_algo, env_id) in partial,
                     }
                 )
     return pd.DataFrame(rows, columns=list(PAPER_COLUMNS))
-
-
-def _seeds_to_decide(
-    runs: pd.DataFrame, target: float, stopped: set[object] | None, limit_time: float, inclusive: bool
-) -> float:
-    """The seeds a study needs to decide one claimed row (called only where its interval straddles
-    the limit, so the seed curves are read again only there)."""
-    from esbench.analysis.verdicts import reach_curves, seeds_to_decide_time
-
-    grid, values, _, _ = reach_curves(runs, target, stopped)
-    return seeds_to_decide_time(values, grid, target, limit_time, inclusive)
 
 
 def _ratio_text(point: float, low: float, high: float, last_over: float) -> str:
@@ -597,7 +625,7 @@ def _ratio_text(point: float, low: float, high: float, last_over: float) -> str:
     def one(v: float) -> str:
         return f"> {fmt_num(last_over, 2)}" if np.isposinf(v) else fmt_num(v, 2)
 
-    if not (np.isfinite(low) or np.isposinf(low)):
+    if np.isnan(low):
         return one(point)
     return f"{one(point)} [{one(low)}, {one(high)}]"
 
@@ -634,19 +662,10 @@ def display_table1_paper(table: pd.DataFrame) -> pd.DataFrame:
 def write_table1_paper(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """Write ``table1_paper.csv``/``.md``/``.tex`` under ``out_dir``."""
     notes = (
-        "Targets are the paper's TRPO scores (supplementary Table 3). Our ES's time = first evaluation at "
-        "which its mean curve over seeds reaches the target, with its 95% interval over seeds; '> X': "
-        "not reached by timestep X (the last all seeds cover). Ratios divide by the paper's TRPO "
-        "timesteps (a published constant). A run that stopped at a target score "
-        "(budget.stop_at_return) counts as having reached every target up to it, at its stopping "
-        "timestep. " + _notes_common()
+        "Targets: the paper's TRPO scores (supplementary Table 3); ratios divide by the paper's TRPO "
+        "timesteps, a published constant, so they ask whether our ES behaves like the paper's ES. "
+        "'> X': unbounded by runs censored by timestep X. " + _notes_common(table)
     )
-    notes += _resolution_note(table) + _per_run_note(table)
-    if (table["stopped_below"] > 0).any():
-        notes += (
-            " Where a run stopped at a score below a target, it is censored at its stop for that "
-            "target (X is then that stop)."
-        )
     notes += ceiling_note(table[table["near_ceiling"].astype(bool)])
     if table["partial"].any():
         notes += " *: partial results (missing runs or fewer seeds than other conditions)."
@@ -681,25 +700,47 @@ CLAIM_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _claim_answer(
-    claim: Claim, rows: pd.DataFrame, word_col: str, note_col: str, every: bool
-) -> tuple[str, str]:
-    """(label, note) of one answer to ``claim`` from the rows it covers (one per task); no label
-    when no run covers any of its tasks (the claim is not tested by these runs: a report of the hard
-    tasks alone says so of the simple tasks' claim instead of calling it undecided)."""
-    from esbench.analysis.verdicts import UNDECIDED, Verdict, combine, combine_any
+def _claim_holds(claim: Claim, rows: pd.DataFrame) -> tuple[str, str]:
+    """(label, note) of "does the claim hold here" from the rows it covers (one per task): the
+    family's verdict over every task the claim ranges over
+    (:func:`esbench.analysis.claims.multiplicity.decide_family`, Holm for a claim on some task), a
+    task without runs or excluded entering with p = 1. No label when no run covers any of its
+    tasks (a report of the hard tasks alone says so of the simple tasks' claim)."""
+    if rows.empty:
+        return "", f"not tested: no runs on {', '.join(claim.tasks)}"
+    by_task = {str(r.env_id): r for r in rows.itertuples()}
+    sup = [float(by_task[t].p_supported) if t in by_task else 1.0 for t in claim.tasks]
+    con = [float(by_task[t].p_contradicted) if t in by_task else 1.0 for t in claim.tasks]
+    word = decide_family(sup, con, claim.quantifier)
+    notes = [
+        f"{r.env_name}: excluded ({r.excluded})" if r.excluded else f"{r.env_name}: {_p_text(r.p_supported)}"
+        for r in rows.itertuples()
+    ]
+    missing = [t for t in claim.tasks if t not in by_task]
+    if missing:
+        notes.append(f"no runs on {', '.join(missing)}")
+    how = "Holm over" if claim.quantifier == "some" else "every one of"
+    return word, f"{how} {len(claim.tasks)} tasks; " + "; ".join(notes)
 
+
+def _p_text(p: float) -> str:
+    """``p = 0.062``, or "no interval on the claim's side" where none is at any level (p = 1)."""
+    return "no interval on the claim's side" if p >= 1.0 else f"p = {fmt_num(p, 2)}"
+
+
+def _claim_answer(claim: Claim, rows: pd.DataFrame) -> tuple[str, str]:
+    """(label, note) of "did we reproduce the paper's number": on every task the claim covers."""
     if rows.empty:
         return "", f"not tested: no runs on {', '.join(claim.tasks)}"
     verdicts = [
         Verdict(w, f"{name}: {n}" if n else "")
-        for name, w, n in zip(rows["env_name"], rows[word_col], rows[note_col], strict=True)
+        for name, w, n in zip(rows["env_name"], rows["reproduced"], rows["reproduced_note"], strict=True)
         if w
     ]
     missing = [t for t in claim.tasks if t not in set(rows["env_id"])]
     if missing:
         verdicts.append(Verdict(UNDECIDED, f"no runs on {', '.join(missing)}"))
-    v = combine(verdicts) if every else combine_any(verdicts)
+    v = combine(verdicts)
     return v.word, v.decide
 
 
@@ -715,7 +756,9 @@ def _paper_trpo_cell(r: Any) -> str:
 
 def _our_trpo_cell(r: Any) -> str:
     """Our ES over our TRPO, with its interval over both sides' seeds (a table1 row)."""
-    if np.isfinite(r.ratio_low) or np.isposinf(r.ratio_low):
+    if not np.isfinite(r.rl_timesteps):
+        text = r.ratio_text
+    elif not np.isnan(r.ratio_low):
         text = _ratio_text(r.ratio, r.ratio_low, r.ratio_high, r.es_last_timesteps / r.rl_timesteps)
     else:
         text = r.ratio_text
@@ -729,10 +772,12 @@ def claims_table(
 
     **Does the claim hold here**: from our ratios against the paper's TRPO (``paper``, a
     :func:`table1_paper`) and, where we ran TRPO, against ours (``ours``, a :func:`table1`); a
-    claim on every task is supported when every task's interval is on its side of the limit, one
-    on some task when at least one is. **Did we reproduce the paper's number**: on every task
-    the claim covers, our ratio's interval (over the paper's TRPO timesteps) contains the paper's
-    ratio; otherwise the note says where ours is faster or slower than the paper's ES.
+    claim on every task is supported when every task's p-value is at most 0.05 (an
+    intersection-union test), one on some task when Holm's step-down over its tasks rejects for at
+    least one; an excluded task (near its ceiling, or beaten at timestep 0) decides nothing.
+    **Did we reproduce the paper's number**: on every task the claim covers, our ratio's interval
+    (over the paper's TRPO timesteps) contains the paper's ratio; otherwise the note says where
+    ours is faster or slower than the paper's ES.
 
     Args:
         paper: :func:`table1_paper` of the runs.
@@ -747,16 +792,12 @@ def claims_table(
     algos = sorted(set(paper["es_algo"]) | set(ours["es_algo"]))
     out = []
     for claim in claims:
-        every = claim.direction == "below_on_every_task"
         for es_algo in algos:
             p = paper[(paper["es_algo"] == es_algo) & (paper["claim"] == claim.id)]
             o = ours[(ours["es_algo"] == es_algo) & (ours["claim"] == claim.id)]
-            holds_p = _claim_answer(claim, p, "verdict", "decide", every)
-            if o.empty:
-                holds_o = ("", "we ran no TRPO on these tasks")
-            else:
-                holds_o = _claim_answer(claim, o, "verdict", "decide", every)
-            rep = _claim_answer(claim, p, "reproduced", "reproduced_note", True)
+            holds_p = _claim_holds(claim, p)
+            holds_o = _claim_holds(claim, o) if not o.empty else ("", "we ran no TRPO on these tasks")
+            rep = _claim_answer(claim, p)
             out.append(
                 {
                     "claim": claim.id,

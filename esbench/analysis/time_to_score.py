@@ -7,17 +7,17 @@ algorithm none of whose runs ever evaluates above its own first (timestep-0) eva
 learn, and would drag the common score down to the untrained policy's: it does not set the score
 and is listed as "did not improve" instead.
 
-Each run (seed) then gets the first evaluation point at or above the target, on timesteps and on
-its own wall-clock (+inf where it never got there). The statistic is the **median over seeds** of
-those times, with the median's distribution-free order-statistic interval
-(:func:`esbench.analysis.metrics.intervals.median_interval`): 95% where the seeds allow it, and otherwise the
-widest, whose exact coverage (75% at 3 seeds) is in the table's ``ci_coverage`` column and its
-notes. A median or interval end that is +inf (the median seed never got there) is shown censored,
-``"> x"``, with x the longest run's budget. A run that stopped at its target score (``budget.stop_at_return``)
-reached every score up to it at its stopping point, like any run; above it, it is censored at its
-stop. A point confirmed on fresh evaluation seeds before a stop counts at the lower of its
-evaluation and its confirmation (:func:`esbench.analysis.stats.reach_scores`), and nothing held
-after a stop enters the mean curves that set the common score.
+Each run (seed) then gets its first confirmed time at the target, on timesteps and on its own
+wall-clock, or its budget, right-censored, where it never got there
+(:func:`esbench.analysis.verdicts.time_to_target`, the estimator of every time to a score in every
+report): the statistic is the **Kaplan-Meier median** with its order-statistic interval
+(:func:`esbench.analysis.metrics.time_to_score`): 95% where the seeds allow it, and otherwise the
+widest, whose coverage (75% at 3 seeds) is in the table's ``ci_coverage`` column and its notes. A
+median or interval end the data leave unbounded is shown ``"> x"``, x the longest censored budget,
+and beside it the share of runs that reached the score (Clopper-Pearson). A run that stopped at its
+target score (``budget.stop_at_return``) reached every score up to it where its own curve did; above
+it, it is censored at its stop. Nothing held after a stop enters the mean curves that set the
+common score.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from esbench.analysis.curves import first_reach, mean_curve
+from esbench.analysis.curves import mean_curve
 from esbench.analysis.figures import algo_label
-from esbench.analysis.metrics.intervals import median_interval, median_interval_coverage
-from esbench.analysis.stats import MEDIAN_CI_METHOD, REACH_COLUMN, reach_scores
+from esbench.analysis.metrics.intervals import median_interval_coverage
 from esbench.analysis.tables import fmt_num, write_table
+from esbench.analysis.verdicts import TIME_CI_METHOD, TimeToTarget, time_to_target
 
 TIME_TO_SCORE_COLUMNS: tuple[str, ...] = (
     "env_id",
@@ -40,6 +40,8 @@ TIME_TO_SCORE_COLUMNS: tuple[str, ...] = (
     "target",
     "n_seeds",
     "n_reached",
+    "share_low",
+    "share_high",
     "ci_coverage",
     "timesteps",
     "timesteps_low",
@@ -66,20 +68,18 @@ def improved(runs: pd.DataFrame) -> bool:
     return False
 
 
-def _median_with_interval(values: np.ndarray, budget: float) -> tuple[float, float, float, bool]:
-    """(median, low, high, censored) of per-seed times (+inf: never reached).
-
-    The median is replaced by ``budget`` and ``censored`` set when it is +inf (read "more than
-    budget"); low/high are :func:`~esbench.analysis.metrics.intervals.median_interval`'s (+inf ends kept), NaN
-    with fewer than 2 seeds.
-    """
-    if not values.size:
-        return float("nan"), float("nan"), float("nan"), False
-    med = float(np.median(values))
-    low, high, _ = median_interval(values)
-    if np.isfinite(med):
-        return med, low, high, False
-    return budget, low, high, True
+def _time_columns(key: str, value_key: str, tt: TimeToTarget | None) -> dict[str, object]:
+    """A row's median, interval and censoring flag for one time axis (NaN where not measured)."""
+    nan = float("nan")
+    if tt is None:
+        return {value_key: nan, f"{key}_low": nan, f"{key}_high": nan, f"{key}_censored": False}
+    median = tt.last if np.isposinf(tt.point) else tt.point
+    return {
+        value_key: median,
+        f"{key}_low": tt.low,
+        f"{key}_high": tt.high,
+        f"{key}_censored": bool(np.isposinf(tt.point)),
+    }
 
 
 def time_to_common_score(
@@ -110,37 +110,32 @@ def time_to_common_score(
         best = [float(mean_curve(g, stopped=stopped)["mean"].max()) for n, g in groups.items() if learned[n]]
         target = min(best) if best else nan
         for name, g in groups.items():
-            steps, secs, budgets_t, budgets_s = [], [], [], []
-            for _, run in reach_scores(g.sort_values("timesteps")).groupby("run_id", sort=True):
-                y = run[REACH_COLUMN].to_numpy(float)  # a confirmed point: the lower of the two
-                t = first_reach(run["timesteps"].to_numpy(float), y, target)
-                s = first_reach(run["wall_clock_s"].to_numpy(float), y, target)
-                steps.append(np.inf if np.isnan(t) else t)
-                secs.append(np.inf if np.isnan(s) else s)
-                budgets_t.append(float(run["timesteps"].max()))
-                budgets_s.append(float(run["wall_clock_s"].max()))
+            runs = g.sort_values("timesteps")
+            steps = time_to_target(runs, target, stopped=stopped) if np.isfinite(target) else None
+            secs = (
+                time_to_target(runs, target, stopped=stopped, x="wall_clock_s")
+                if np.isfinite(target)
+                else None
+            )
+            last = runs.groupby("run_id", sort=True)[["timesteps", "wall_clock_s"]].max()
+            share = steps.share() if steps is not None else (nan, nan, nan)
             row = {
                 "env_id": env_id,
                 "algo": name,
                 "improved": learned[name],
                 "target": target,
-                "n_seeds": len(steps),
-                "n_reached": int(np.isfinite(steps).sum()) if learned[name] else 0,
-                "ci_coverage": median_interval_coverage(len(steps)),
-                "timesteps_budget": max(budgets_t),
-                "wall_clock_budget": max(budgets_s),
-                "steps_per_s": float(np.sum(budgets_t) / np.sum(budgets_s)),
+                "n_seeds": len(last),
+                "n_reached": steps.n_reached if steps is not None and learned[name] else 0,
+                "share_low": share[1] if learned[name] else nan,
+                "share_high": share[2] if learned[name] else nan,
+                "ci_coverage": median_interval_coverage(len(last)),
+                "timesteps_budget": float(last["timesteps"].max()),
+                "wall_clock_budget": float(last["wall_clock_s"].max()),
+                "steps_per_s": float(last["timesteps"].sum() / last["wall_clock_s"].sum()),
             }
-            for key, times, budget in (
-                ("timesteps", steps, max(budgets_t)),
-                ("wall_clock", secs, max(budgets_s)),
-            ):
-                if learned[name] and np.isfinite(target):
-                    med, low, high, cens = _median_with_interval(np.asarray(times), budget)
-                else:
-                    med, low, high, cens = nan, nan, nan, False
+            for key, tt in (("timesteps", steps), ("wall_clock", secs)):
                 value_key = "wall_clock_s" if key == "wall_clock" else key
-                row.update({value_key: med, f"{key}_low": low, f"{key}_high": high, f"{key}_censored": cens})
+                row.update(_time_columns(key, value_key, tt if learned[name] else None))
             rows.append(row)
     return pd.DataFrame(rows, columns=list(TIME_TO_SCORE_COLUMNS))
 
@@ -157,8 +152,16 @@ def display_time_to_score(table: pd.DataFrame) -> pd.DataFrame:
         value, budget = r[value_key], r[f"{key}_budget"]
         text = f"> {fmt_num(budget)}" if r[f"{key}_censored"] else fmt_num(value)
         low, high = r[f"{key}_low"], r[f"{key}_high"]
-        if np.isfinite(low) or np.isposinf(low):
+        if not np.isnan(low):
             text += f" [{one(low, budget)}, {one(high, budget)}]"
+        return text
+
+    def reached(r: pd.Series) -> str:
+        if not r["improved"]:
+            return f"—/{r['n_seeds']}"
+        text = f"{r['n_reached']}/{r['n_seeds']}"
+        if r["n_reached"] < r["n_seeds"]:
+            text += f" [{fmt_num(r['share_low'], 2)}, {fmt_num(r['share_high'], 2)}]"
         return text
 
     rows = [r for _, r in table.iterrows()]
@@ -167,9 +170,7 @@ def display_time_to_score(table: pd.DataFrame) -> pd.DataFrame:
             "Environment": table["env_id"].tolist(),
             "Algorithm": [algo_label(str(a)) for a in table["algo"]],
             "Common score": [fmt_num(v, 4) for v in table["target"]],
-            "Seeds reached": [
-                f"{r['n_reached']}/{r['n_seeds']}" if r["improved"] else f"—/{r['n_seeds']}" for r in rows
-            ],
+            "Seeds reached [95% CI of the share]": [reached(r) for r in rows],
             "Timesteps, median [CI]": [cell(r, "timesteps", "timesteps") for r in rows],
             "Wall-clock s, median [CI]": [cell(r, "wall_clock", "wall_clock_s") for r in rows],
             "Timesteps/s": [fmt_num(v) for v in table["steps_per_s"]],
@@ -196,11 +197,10 @@ def write_time_to_score(table: pd.DataFrame, out_dir: str | Path) -> dict[str, P
     """Write ``time_to_score.{csv,md,tex}`` under ``out_dir``."""
     notes = (
         "Common score: the lowest of the improving algorithms' best mean evaluation returns on that "
-        "environment. Per seed, the first evaluation at or above it; shown: the median over seeds "
-        f"with its {MEDIAN_CI_METHOD}, {coverage_text(table)}. '> x': the median seed (or the "
-        "interval's end) did not reach it within the budget x. A run stopped at a target score "
-        "counts as reached at its stopping timestep. Wall-clock includes evaluations; Timesteps/s: "
-        "the runs' timesteps over their wall-clock, evaluations included."
+        f"environment. Times: {TIME_CI_METHOD}, {coverage_text(table)}; '> x': unbounded within the "
+        "budget x. Seeds reached: the share within the budget, with its Clopper-Pearson interval where "
+        "a run was censored. Wall-clock includes evaluations; Timesteps/s: the runs' timesteps over "
+        "their wall-clock, evaluations included."
     )
     flat = sorted(
         {algo_label(str(a)) for a, ok in zip(table["algo"], table["improved"], strict=True) if not ok}

@@ -6,6 +6,8 @@ side of a limit: "below 0", "above 0", "below 10x". Its verdict, from the statis
 * **supported** when the whole interval lies on the claim's side of the limit;
 * **contradicted** when it lies wholly on the other side;
 * **undecided** when it holds the limit, or there is no interval (fewer than 2 seeds);
+  an end may be unbounded (a time to a score whose runs did not all get there is ``> budget``
+  above: an interval ``[low, inf)`` wholly above the limit still contradicts "below" it);
 * **not testable: no learning** when the study did not learn what the claim is about (its primary
   measure's effect is not above the claim's minimum effect, :func:`learned`): the interval is then
   never read, whatever it says. A study must learn before it can decide;
@@ -73,15 +75,24 @@ def learned(effect: float, se: float, factor: float = MIN_EFFECT_SE) -> bool:
     return effect > 0 and effect > factor * se
 
 
-def decide(low: float, high: float, direction: Direction, limit: float = 0.0, testable: bool = True) -> str:
+def decide(
+    low: float,
+    high: float,
+    direction: Direction,
+    limit: float = 0.0,
+    testable: bool = True,
+    inclusive: bool = False,
+) -> str:
     """The verdict of "the statistic is ``direction`` ``limit``" from its interval (module doc).
 
     Args:
-        low, high: The statistic's interval (NaN: none).
+        low, high: The statistic's interval (NaN: none; an end may be infinite).
         direction: ``"below"`` or ``"above"``: the claim's side of ``limit``.
         limit: The claim's bound.
         testable: Whether the study learned enough to decide (:func:`learned`); False gives
             :data:`NOT_TESTABLE` whatever the interval.
+        inclusive: Whether the limit itself is on the claim's side ("at or below", "at least"):
+            then an interval ending at the limit is wholly on the claim's side.
 
     Inside :func:`plan_changed` the verdict is :data:`NOT_DECIDED`, whatever the interval.
     """
@@ -89,9 +100,14 @@ def decide(low: float, high: float, direction: Direction, limit: float = 0.0, te
         raise ValueError(f"direction must be 'below' or 'above', got {direction!r}")
     if not testable:
         return in_force(NOT_TESTABLE)
-    if not (math.isfinite(low) and math.isfinite(high)):
+    if math.isnan(low) or math.isnan(high):
         return in_force(UNDECIDED)
-    below, above = high < limit, low > limit
-    if below or above:
-        return in_force(SUPPORTED if below == (direction == "below") else CONTRADICTED)
+    if direction == "below":
+        claim_side, other_side = (high <= limit if inclusive else high < limit), low > limit
+    else:
+        claim_side, other_side = (low >= limit if inclusive else low > limit), high < limit
+    if claim_side:
+        return in_force(SUPPORTED)
+    if other_side:
+        return in_force(CONTRADICTED)
     return in_force(UNDECIDED)

@@ -16,6 +16,8 @@ coverage (:mod:`esbench.analysis.metrics.coverage`; the measured table is in doc
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 from scipy import stats
 
@@ -214,3 +216,80 @@ def restricted_mean_time(
     half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * se / (limit * share * (1.0 - share))
     low, high = limit / (1.0 + np.exp(-(centre - half))), limit / (1.0 + np.exp(-(centre + half)))
     return rmst, float(low), float(high)
+
+
+def time_ratio(
+    times: np.ndarray,
+    reached: np.ndarray,
+    base_times: np.ndarray,
+    base_reached: np.ndarray,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """The ratio of two Kaplan-Meier median times to one score (runs of one condition over runs of
+    another, independent, condition), with an interval that carries both sides' uncertainty.
+
+    The point is the ratio of the two medians (:func:`time_to_score`). The interval divides each
+    side's interval, taken at ``sqrt(confidence)`` so that both cover together at least
+    ``confidence`` of the time when they can: from ``low / base_high`` to ``high / base_low``. Below
+    6 runs a side no interval of a median reaches ``sqrt(0.95)``, and each side is then its widest
+    (first to last run, 93.75% at 5 runs), yet the ratio's interval still covers more than either
+    side's, since a miss needs both ends to lean the same way. Its coverage is exact when the two
+    sides' times have one shape up to scale (their log times differ by a shift), whatever that shape
+    (:func:`time_ratio_level`: 99.2% at 5 runs a side), and at least the Bonferroni bound
+    ``1 - (1 - c_1) - (1 - c_2)`` of the two sides' levels otherwise. Measured at 5 and 10 runs a side
+    with 0-40% censored, it covers at least 99% with each end missing at most 0.4% (at 3 runs a
+    side 89-91%, each end 4-6%)
+    (:func:`esbench.analysis.metrics.coverage.time_ratio_coverage`; docs/statistics.md).
+
+    Where a median is known the other is not, the ratio is ``inf`` (the numerator's) or 0 (the
+    denominator's); a denominator interval whose upper end is unbounded takes the ratio's lower
+    end to 0.
+
+    Args:
+        times, reached: The numerator's runs (:func:`time_to_score`).
+        base_times, base_reached: The denominator's runs.
+        confidence: Nominal two-sided level of the ratio's interval.
+
+    Returns:
+        ``(ratio, low, high)``; ``ratio`` is NaN where neither median is bounded.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    side = float(np.sqrt(confidence))
+    point, low, high = time_to_score(times, reached, side)
+    b_point, b_low, b_high = time_to_score(base_times, base_reached, side)
+
+    def divide(a: float, b: float) -> float:
+        if np.isposinf(b):
+            return 0.0 if np.isfinite(a) else float("nan")
+        return float("inf") if b <= 0 or np.isposinf(a) else a / b
+
+    return divide(point, b_point), divide(low, b_high), divide(high, b_low)
+
+
+def _order_below(n1: int, a: int, n2: int, b: int) -> float:
+    """P(X_(a) < Y_(b)): the a-th smallest of n1 draws below the b-th smallest of n2 draws, all
+    independent from one continuous distribution (the number of X before the b-th Y is negative
+    hypergeometric)."""
+    total = comb(n1 + n2, n1)
+    return sum(comb(j + b - 1, j) * comb(n1 - j + n2 - b, n1 - j) for j in range(a, n1 + 1)) / total
+
+
+def time_ratio_level(n: int, n_base: int, confidence: float = 0.95) -> float:
+    """The coverage of :func:`time_ratio`'s interval at ``confidence`` with ``n`` and ``n_base``
+    runs, exact when the two sides' times have one shape up to scale and no run is censored (with
+    censored runs the interval is wider, so it covers at least this often).
+
+    With ranks k and k' of each side's interval (at ``sqrt(confidence)``), the ratio misses high
+    when ES's (n+1-k)-th time, over its median, falls below the baseline's k'-th over its median:
+    two order statistics of one distribution, whose order is a matter of ranks alone
+    (:func:`_order_below`); the low end is the mirror image. 99.2% at 5 runs a side, 99.9% at 10.
+    """
+    if n < 2 or n_base < 2:
+        return float("nan")
+    side = float(np.sqrt(confidence))
+    k, _ = median_rank(n, side)
+    kb, _ = median_rank(n_base, side)
+    miss_high = _order_below(n, n + 1 - k, n_base, kb)
+    miss_low = _order_below(n_base, n_base + 1 - kb, n, k)
+    return 1.0 - miss_high - miss_low

@@ -18,8 +18,8 @@ from scipy import stats
 
 from esbench.analysis.metrics.aggregate import iqm
 from esbench.analysis.metrics.bootstrap import interval_estimate
-from esbench.analysis.metrics.censored import restricted_mean_time, survival_curve, time_to_score
-from esbench.analysis.metrics.intervals import median_interval, t_interval, welch_ci
+from esbench.analysis.metrics.censored import restricted_mean_time, survival_curve, time_ratio, time_to_score
+from esbench.analysis.metrics.intervals import t_interval, welch_ci
 
 #: Distributions :func:`simulated_coverage` draws from: name -> true mean. ``lognormal`` (sigma 1)
 #: is the skewed case a report quotes beside the normal one.
@@ -221,6 +221,25 @@ def time_to_score_coverage(
     return _misses(np.array([interval(t, r) for t, r in zip(times, reached, strict=True)]), 1.0)
 
 
+def time_ratio_coverage(
+    n: int, spread: float = 0.3, censored: float = 0.0, n_datasets: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Coverage of :func:`~esbench.analysis.metrics.censored.time_ratio`'s 95% interval of a ratio
+    of two median times, ``n`` runs a side, each side drawn as :func:`time_to_score_coverage` draws
+    one (lognormal times, log-sd ``spread``, a common budget that a share ``censored`` of runs run
+    past). The numerator's true median is 1 and the denominator's 1/2 (true ratio 2), each censored
+    at its own budget.
+
+    Returns:
+        ``(coverage, low_miss, high_miss)`` around the true ratio 2.
+    """
+    rng = np.random.default_rng(seed)
+    cut = censoring_budget(spread, censored)
+    (top, top_hit), (bottom, bottom_hit) = (_censored_times(rng, n_datasets, n, spread, cut) for _ in "ab")
+    pairs = zip(top, top_hit, 0.5 * bottom, bottom_hit, strict=True)
+    return _misses(np.array([time_ratio(*pair)[1:] for pair in pairs]), 2.0)
+
+
 def true_restricted_mean(spread: float, limit: float) -> float:
     """E[min(T, limit)] for T lognormal(0, ``spread``): the restricted mean the simulation targets."""
     s2 = spread**2
@@ -262,18 +281,6 @@ def difference_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
     for x, y in zip(a, b, strict=True):
         _, low, high = welch_ci(x, y)
         hits += bool(low <= 0.0 <= high)
-    return hits / n_datasets
-
-
-def median_coverage(n: int, n_datasets: int = 2000, seed: int = 0) -> float:
-    """Coverage of the median's order-statistic interval over n seeds (lognormal times, sigma 1:
-    true median 1), as :mod:`esbench.analysis.time_to_score` prints it: a check, by simulation, of
-    the exact coverage :func:`~esbench.analysis.metrics.intervals.median_interval` states."""
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for times in np.exp(rng.standard_normal((n_datasets, n))):
-        low, high, _ = median_interval(times)
-        hits += bool(low <= 1.0 <= high)
     return hits / n_datasets
 
 

@@ -104,30 +104,9 @@ def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray
     return low, high
 
 
-def median_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
-    """The median's distribution-free interval between two order statistics, and its exact coverage.
-
-    ``[x_(k), x_(n+1-k)]`` of the sorted ``values`` covers the true median with probability
-    ``1 - 2 P(B <= k - 1)``, B ~ Binomial(n, 1/2), for any continuous distribution (only ranks
-    matter, so +inf, a seed that never got there, is a value like any other). k is the largest
-    whose coverage is at least ``confidence``. Below 6 seeds no pair reaches 95%: the widest,
-    ``[min, max]``, is returned with the coverage it has (75% at 3 seeds, 87.5% at 4, 93.75% at 5),
-    and the report prints that number, not 95%. A percentile bootstrap of the median is no better:
-    at 3 seeds it also gives [min, max] (76% measured), and at 10 it under-covers (91%).
-
-    Returns:
-        ``(low, high, coverage)``; NaNs below 2 values.
-    """
-    x = np.sort(np.asarray(values, dtype=float))
-    n = x.size
-    if n < 2:
-        return float("nan"), float("nan"), float("nan")
-    k, coverage = median_rank(n, confidence)
-    return float(x[k - 1]), float(x[n - k]), coverage
-
-
 def median_interval_coverage(n: int, confidence: float = 0.95) -> float:
-    """The exact coverage of :func:`median_interval` over ``n`` values (NaN below 2)."""
+    """The exact coverage of the order-statistic interval of a median over ``n`` values
+    (:func:`median_rank`; NaN below 2): 75% at 3, 87.5% at 4, 93.75% at 5, 95% or more from 6."""
     return median_rank(n, confidence)[1] if n >= 2 else float("nan")
 
 
