@@ -51,7 +51,9 @@ VERDICT_LABELS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, UNDECIDED)
 #: The estimator of every time to a target, as a report names it.
 TIME_CI_METHOD = (
     "Kaplan-Meier median of the runs' first confirmed times (a run that never got there censored at "
-    "its budget), with its order-statistic interval"
+    "its budget), with its order-statistic interval; a time is the evaluation at which a run first "
+    "confirmed the score, resolved only to the spacing between evaluations ([x, x]: every run got "
+    "there between the same two evaluations)"
 )
 
 

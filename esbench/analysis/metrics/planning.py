@@ -7,7 +7,6 @@ measured, and adding seeds until an interval excludes 0 is optional stopping.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,25 +70,9 @@ def seeds_to_decide(
         return float("nan")
     if va + vb == 0.0:
         return 2.0
-    return _smallest_n(lambda n: float(welch_power(diff, va, vb, n, confidence)) >= power, max_seeds)
-
-
-def _smallest_n(enough: Callable[[int], bool], max_seeds: int) -> float:
-    """The smallest n in [2, max_seeds] with ``enough(n)``, for ``enough`` monotone in n (Welch's
-    power grows with n: more degrees of freedom, a larger noncentrality): doubling, then bisection,
-    about 2 log2(max_seeds) evaluations instead of max_seeds; NaN when even ``max_seeds`` is not."""
-    high = 2
-    while not enough(high):
-        if high >= max_seeds:
-            return float("nan")
-        high = min(2 * high, max_seeds)
-    low = max(2, high // 2)  # enough(high); not enough below low (or low is 2)
-    if enough(low):
-        return float(low)
-    while high - low > 1:  # not enough(low), enough(high)
-        mid = (low + high) // 2
-        low, high = (low, mid) if enough(mid) else (mid, high)
-    return float(high)
+    ns = np.arange(2, max_seeds + 1)
+    enough = np.flatnonzero(welch_power(diff, va, vb, ns, confidence) >= power)
+    return float(ns[enough[0]]) if enough.size else float("nan")
 
 
 def study_outcomes(
