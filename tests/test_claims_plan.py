@@ -85,8 +85,9 @@ def test_a_recipe_with_a_bad_claims_key_fails_to_load(tmp_path: Path) -> None:
         load_recipes(tmp_path)
 
 
-def test_the_retention_recipes_name_the_shipped_retention_claims_and_the_others_none() -> None:
+def test_the_retention_recipes_name_the_shipped_retention_claims_and_table1_the_papers() -> None:
     recipes = load_recipes()
+    assert [f.name for f in recipes["table1"].claims.files] == ["results/reference/salimans2017_claims.csv"]
     for name in ("retention", "lm_retention"):
         assert [f.name for f in recipes[name].claims.files] == ["experiments/claims/retention.yaml"]
         assert plan_of_recipe(name).hash == recipes[name].claims.hash != EMPTY_PLAN_HASH

@@ -16,7 +16,7 @@ SHOWN_DIGITS = 12
 
 def _files(files: dict[str, str]) -> str:
     if not files:
-        return "no claims file (the empty plan)"
+        return "no claims file (the empty plan: this recipe's claims are still written in code, not fixed as data)"
     return ", ".join(f"`{name}` (sha256 {digest[:SHOWN_DIGITS]})" for name, digest in sorted(files.items()))
 
 
@@ -44,7 +44,7 @@ def plan_notice(check: PlanCheck, scale: str | None) -> str:
         )
     command = f"esbench reproduce {recipe or '<recipe>'} scale={scale or '<scale>'}"
     return (
-        f"> **Not decided: the plan changed after these runs.** The claims of {whose} now are {now}; "
+        f"> **Not decided: the plan changed after these runs.** The plan in force for {whose}: {now}; "
         f"of its {total} complete runs, {'; '.join(parts)}. Every verdict below reads "
         f'"{NOT_DECIDED}": claims chosen after the data were seen decide nothing. To decide them, '
         f"run seeds these runs did not use under this plan, into a fresh results directory (`{command} "
