@@ -16,7 +16,7 @@ SHOWN_DIGITS = 12
 
 def _files(files: dict[str, str]) -> str:
     if not files:
-        return "no claims file (the empty plan: this recipe's claims are still written in code, not fixed as data)"
+        return "no claims file (the empty plan: its claims are still written in code, not fixed as data)"
     return ", ".join(f"`{name}` (sha256 {digest[:SHOWN_DIGITS]})" for name, digest in sorted(files.items()))
 
 
