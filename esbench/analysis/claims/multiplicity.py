@@ -22,7 +22,14 @@ from typing import Literal
 
 import numpy as np
 
-from esbench.analysis.claims.verdicts import CONTRADICTED, SUPPORTED, UNDECIDED, Direction, decide
+from esbench.analysis.claims.verdicts import (
+    CONTRADICTED,
+    SUPPORTED,
+    UNDECIDED,
+    Direction,
+    in_force,
+    side_of_limit,
+)
 
 #: An interval of a statistic as a function of its nominal two-sided level: ``(low, high,
 #: coverage)``, coverage being the level the interval guarantees (at most the nominal one where the
@@ -64,7 +71,7 @@ def p_value(
 
     def gives(confidence: float) -> bool:
         low, high, _ = interval(confidence)
-        return decide(low, high, direction, limit, inclusive=inclusive) == verdict
+        return side_of_limit(low, high, direction, limit, inclusive) == verdict
 
     if not gives(_LOWEST):
         return 1.0
@@ -117,7 +124,8 @@ def decide_family(
     beaten at timestep 0) enters with p = 1 on both sides: it is still one of the family's chances.
 
     Returns:
-        :data:`SUPPORTED`, :data:`CONTRADICTED` or :data:`UNDECIDED`.
+        :data:`SUPPORTED`, :data:`CONTRADICTED` or :data:`UNDECIDED` (:data:`NOT_DECIDED` inside
+        :func:`~esbench.analysis.claims.verdicts.plan_changed`).
     """
     if quantifier not in ("every", "some"):
         raise ValueError(f"quantifier must be 'every' or 'some', got {quantifier!r}")
@@ -126,8 +134,8 @@ def decide_family(
         raise ValueError(f"a family needs one p-value per task on each side; got {sup.size} and {con.size}")
     if quantifier == "some":
         if holm(sup, alpha).any():
-            return SUPPORTED
-        return CONTRADICTED if bool(np.all(con <= alpha)) else UNDECIDED
+            return in_force(SUPPORTED)
+        return in_force(CONTRADICTED if bool(np.all(con <= alpha)) else UNDECIDED)
     if bool(np.all(sup <= alpha)):
-        return SUPPORTED
-    return CONTRADICTED if holm(con, alpha).any() else UNDECIDED
+        return in_force(SUPPORTED)
+    return in_force(CONTRADICTED if holm(con, alpha).any() else UNDECIDED)

@@ -100,14 +100,26 @@ def decide(
         raise ValueError(f"direction must be 'below' or 'above', got {direction!r}")
     if not testable:
         return in_force(NOT_TESTABLE)
+    return in_force(side_of_limit(low, high, direction, limit, inclusive))
+
+
+def side_of_limit(
+    low: float, high: float, direction: Direction, limit: float = 0.0, inclusive: bool = False
+) -> str:
+    """What the interval alone says of "the statistic is ``direction`` ``limit``":
+    :data:`SUPPORTED`, :data:`CONTRADICTED` or :data:`UNDECIDED` (arguments as :func:`decide`).
+
+    Not a verdict: :func:`decide` is, with the plan and the minimum effect applied. This is the rule
+    beneath it, for what reads an interval's side whatever the plan (a p-value by inversion).
+    """
     if math.isnan(low) or math.isnan(high):
-        return in_force(UNDECIDED)
+        return UNDECIDED
     if direction == "below":
         claim_side, other_side = (high <= limit if inclusive else high < limit), low > limit
     else:
         claim_side, other_side = (low >= limit if inclusive else low > limit), high < limit
     if claim_side:
-        return in_force(SUPPORTED)
+        return SUPPORTED
     if other_side:
-        return in_force(CONTRADICTED)
-    return in_force(UNDECIDED)
+        return CONTRADICTED
+    return UNDECIDED
