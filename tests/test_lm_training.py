@@ -100,21 +100,21 @@ def test_lm_es_run_writes_rows_with_the_lm_columns_and_is_deterministic(tmp_path
 
 
 def test_lm_es_on_countdown_rewards_the_solve_and_reports_the_format_rate_apart(tmp_path: Path) -> None:
-    metrics, summary = _run(tmp_path, "algo=openai_es", *ES, "budget.timesteps=32")
+    metrics, summary = _run(
+        tmp_path, "algo=openai_es", *ES, "budget.timesteps=32", "lm.task_b.format_score=0"
+    )
     points = metrics[metrics["eval_return_mean"].notna()]
     assert set(points["eval_task"]) == {"lm"} and summary["stages"] == ["lm"]
-    assert (points["eval_return_mean"] == points["solve_rate"]).all()  # outcome only by default
+    assert (points["eval_return_mean"] == points["solve_rate"]).all()  # outcome only
     assert points[LM_COLUMNS].notna().all().all()
     rates = pd.read_csv(only_run_dir(tmp_path) / "lm_points.csv")
     assert list(rates.columns) == ["timesteps", "eval_task", "solve_rate", "format_rate", "prompts"]
     assert rates["timesteps"].tolist() == points["timesteps"].tolist() and (rates["prompts"] == 8).all()
     assert rates["solve_rate"].tolist() == points["solve_rate"].tolist()
     assert (rates["format_rate"] >= rates["solve_rate"]).all()
-    bonus, _ = _run(
-        tmp_path / "bonus", "algo=openai_es", *ES, "budget.timesteps=32", "lm.task_b.format_score=0.1"
-    )
+    bonus, _ = _run(tmp_path / "bonus", "algo=openai_es", *ES, "budget.timesteps=32")  # the default bonus
     at = bonus[bonus["eval_return_mean"].notna()]
-    assert (at["eval_return_mean"] >= at["solve_rate"]).all()  # the old bonus: the format score only adds
+    assert (at["eval_return_mean"] >= at["solve_rate"]).all()  # the format score only adds
 
 
 def test_grpo_runs_on_the_same_ruler(tmp_path: Path) -> None:

@@ -218,7 +218,7 @@ def test_shipped_runs_restore_a_results_store_that_rebuilds_the_report(made: Pat
     manifest = read_manifest(made / "data")
     store = load_results(Path(manifest.runs_dir))
     assert sorted(p.name for p in shipped.iterdir()) == sorted(store.runs["run_id"])
-    assert manifest.run_files == ["config.yaml", "metrics.csv", "summary.json", "env.json"]
+    assert manifest.run_files == ["config.yaml", "metrics.csv", "summary.json", "env.json", "plan.json"]
     restored = tmp_path / "restored"
     shutil.copytree(shipped, restored / "table1")
     for run_id in (p.name for p in shipped.iterdir()):
